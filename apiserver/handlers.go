@@ -1,0 +1,266 @@
+package apiserver
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
+	"github.com/hyperfleet/hyperfleet/apiserver/openapi"
+	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/apiserver/request"
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+func openapiPage() []byte { return openapi.Page() }
+
+// refFunc reads the resource a path addresses.
+type refFunc func(c *gin.Context) lifecycle.Ref
+
+func clusterRef(c *gin.Context) lifecycle.Ref {
+	return lifecycle.Ref{Kind: resource.KindCluster, ID: normalizeID(c.Param("cluster_id"))}
+}
+
+func nodePoolRef(c *gin.Context) lifecycle.Ref {
+	return lifecycle.Ref{Kind: resource.KindNodePool, ID: normalizeID(c.Param("nodepool_id")), ParentID: normalizeID(c.Param("cluster_id"))}
+}
+
+// Pagination limits of the contract.
+const (
+	defaultPageSize = 20
+	maxPageSize     = 100
+)
+
+type page struct{ number, size int }
+
+// pageParams reads page and pageSize/size; out of range is a 400, never
+// silently clamped.
+func pageParams(c *gin.Context) (page, error) {
+	p := page{number: 1, size: defaultPageSize}
+	if v, ok := c.GetQuery("page"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return p, problem.InvalidParameter("page", v, "page must be an integer >= 1")
+		}
+		p.number = n
+	}
+	size, sizeSet := c.GetQuery("size")
+	pageSize, pageSizeSet := c.GetQuery("pageSize")
+	switch {
+	case sizeSet && pageSizeSet && size != pageSize:
+		return p, problem.InvalidParameter("pageSize", pageSize, "pageSize and size are the same setting; send one of them")
+	case pageSizeSet:
+		size, sizeSet = pageSize, true
+	}
+	if sizeSet {
+		n, err := strconv.Atoi(size)
+		name := "size"
+		if pageSizeSet {
+			name = "pageSize"
+		}
+		if err != nil || n < 1 || n > maxPageSize {
+			return p, problem.InvalidParameter(name, size, "must be an integer from 1 to 100")
+		}
+		p.size = n
+	}
+	if p.number > 1_000_000 {
+		return p, problem.InvalidParameter("page", p.number, "page is too large")
+	}
+	return p, nil
+}
+
+func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, page, error) {
+	pg, err := pageParams(c)
+	if err != nil {
+		return lifecycle.ListParams{}, pg, err
+	}
+	order, err := search.ParseOrder(c.Query("orderBy"), c.Query("order"))
+	if err != nil {
+		param := "order"
+		if c.Query("orderBy") != "" {
+			param = "orderBy"
+		}
+		return lifecycle.ListParams{}, pg, problem.InvalidParameter(param, c.Query(param), err.Error())
+	}
+	return lifecycle.ListParams{Kind: kind, ParentID: parentID, Search: c.Query("search"), Order: order, Page: pg.number, Size: pg.size}, pg, nil
+}
+
+func (s *Server) list(c *gin.Context, kind, listKind, parentID string) error {
+	params, pg, err := listParams(c, kind, parentID)
+	if err != nil {
+		return err
+	}
+	items, total, err := s.svc.List(c.Request.Context(), params)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, resource.List[resource.Resource]{Kind: listKind, Page: pg.number, Size: len(items), Total: total, Items: items})
+	return nil
+}
+
+func (s *Server) listClusters(c *gin.Context) error {
+	return s.list(c, resource.KindCluster, "ClusterList", "")
+}
+
+func (s *Server) listAllNodePools(c *gin.Context) error {
+	return s.list(c, resource.KindNodePool, "NodePoolList", "")
+}
+
+func (s *Server) listNodePools(c *gin.Context) error {
+	return s.list(c, resource.KindNodePool, "NodePoolList", normalizeID(c.Param("cluster_id")))
+}
+
+func (s *Server) decode(c *gin.Context, dst any) error {
+	body, p := request.ReadBody(c.Request, s.cfg.BodyLimit)
+	if p != nil {
+		return p
+	}
+	if p := request.Decode(body, dst); p != nil {
+		return p
+	}
+	return nil
+}
+
+func (s *Server) createCluster(c *gin.Context) error {
+	var req lifecycle.CreateRequest
+	if err := s.decode(c, &req); err != nil {
+		return err
+	}
+	r, err := s.svc.Create(c.Request.Context(), resource.KindCluster, "", &req, identity(c))
+	if err != nil {
+		return err
+	}
+	c.Header("Location", r.Href)
+	c.JSON(http.StatusCreated, r)
+	return nil
+}
+
+func (s *Server) createNodePool(c *gin.Context) error {
+	var req lifecycle.CreateRequest
+	if err := s.decode(c, &req); err != nil {
+		return err
+	}
+	r, err := s.svc.Create(c.Request.Context(), resource.KindNodePool, normalizeID(c.Param("cluster_id")), &req, identity(c))
+	if err != nil {
+		return err
+	}
+	c.Header("Location", r.Href)
+	c.JSON(http.StatusCreated, r)
+	return nil
+}
+
+func (s *Server) getResource(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		r, err := s.svc.Get(c.Request.Context(), ref(c))
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, r)
+		return nil
+	}
+}
+
+func (s *Server) patchResource(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		var req lifecycle.PatchRequest
+		if err := s.decode(c, &req); err != nil {
+			return err
+		}
+		r, err := s.svc.Patch(c.Request.Context(), ref(c), &req, identity(c))
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, r)
+		return nil
+	}
+}
+
+func (s *Server) deleteResource(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		r, err := s.svc.Delete(c.Request.Context(), ref(c), identity(c))
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusAccepted, r)
+		return nil
+	}
+}
+
+func (s *Server) forceDelete(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		var req lifecycle.ForceDeleteRequest
+		if err := s.decode(c, &req); err != nil {
+			return err
+		}
+		if err := s.svc.ForceDelete(c.Request.Context(), ref(c), &req, identity(c)); err != nil {
+			return err
+		}
+		c.Status(http.StatusNoContent)
+		return nil
+	}
+}
+
+func (s *Server) listStatuses(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		pg, err := pageParams(c)
+		if err != nil {
+			return err
+		}
+		items, total, err := s.svc.ListStatuses(c.Request.Context(), ref(c), pg.number, pg.size)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, resource.List[resource.AdapterStatus]{Kind: "AdapterStatusList", Page: pg.number, Size: len(items), Total: total, Items: items})
+		return nil
+	}
+}
+
+func (s *Server) reportStatus(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		r := ref(c)
+		body, p := request.ReadBody(c.Request, s.cfg.BodyLimit)
+		if p != nil {
+			return p
+		}
+		report, p := request.DecodeStatusReport(body)
+		if p != nil {
+			s.countReport(r.Kind, "", "rejected")
+			return p
+		}
+		res, err := s.svc.ReportStatus(c.Request.Context(), r, report)
+		if err != nil {
+			var pr *problem.Problem
+			if errors.As(err, &pr) && pr.Status == http.StatusBadRequest {
+				s.countReport(r.Kind, report.Adapter, "rejected")
+			}
+			return err
+		}
+		if res.Status == nil {
+			s.countReport(r.Kind, report.Adapter, "discarded")
+			c.Header("X-HyperFleet-Discarded", res.Discarded)
+			c.Status(http.StatusNoContent)
+			return nil
+		}
+		s.countReport(r.Kind, report.Adapter, "stored")
+		c.JSON(http.StatusCreated, res.Status)
+		return nil
+	}
+}
+
+// countReport labels reports of unregistered adapters as such, so adapter
+// names sent by clients cannot grow the metric without bound.
+func (s *Server) countReport(kind, adapter, outcome string) {
+	if s.metrics == nil {
+		return
+	}
+	label := "unregistered"
+	for _, a := range s.svc.Registered(kind) {
+		if a == adapter {
+			label = adapter
+		}
+	}
+	s.metrics.StatusReport(kind, label, outcome)
+}

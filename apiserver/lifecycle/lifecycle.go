@@ -1,0 +1,577 @@
+// Package lifecycle implements what the API does to clusters and node pools:
+// create, patch, delete (soft, with cascade and Finalized-driven removal),
+// force-delete, and adapter status reports with aggregation. Each operation
+// is one store transaction that locks the rows it changes (parent before
+// child), applies the contract's rules from packages statusreport and
+// aggregation, and writes an outbox row for every generation bump.
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
+	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
+	"github.com/hyperfleet/hyperfleet/apiserver/statusreport"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// SpecValidator checks a spec against the configured schema of its kind.
+type SpecValidator interface {
+	ValidateSpec(kind string, spec json.RawMessage) []problem.FieldError
+}
+
+// Config wires a Service.
+type Config struct {
+	Store store.Store
+	// Registered maps a kind to the adapters whose reports decide readiness.
+	Registered map[string][]string
+	// SpecValidator is optional.
+	SpecValidator SpecValidator
+	Logger        zerolog.Logger
+	// Now is injectable for tests; time.Now by default.
+	Now func() time.Time
+}
+
+// Service runs the resource lifecycle.
+type Service struct {
+	store      store.Store
+	registered map[string][]string
+	specs      SpecValidator
+	log        zerolog.Logger
+	now        func() time.Time
+}
+
+// New builds a Service.
+func New(cfg Config) *Service {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, log: cfg.Logger, now: now}
+}
+
+// Registered returns the adapters registered for a kind.
+func (s *Service) Registered(kind string) []string { return s.registered[kind] }
+
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Ref addresses a resource by its path: a node pool also names its cluster.
+type Ref struct {
+	Kind     string
+	ID       string
+	ParentID string // cluster id, for node pools
+}
+
+func (r Ref) String() string {
+	if r.ParentID != "" {
+		return fmt.Sprintf("%s %s (cluster %s)", r.Kind, r.ID, r.ParentID)
+	}
+	return r.Kind + " " + r.ID
+}
+
+func notFound(ref Ref) *problem.Problem { return problem.NotFound(ref.Kind, ref.ID) }
+
+// Get returns a resource; a node pool must belong to the cluster in its path.
+func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) {
+	r, err := s.store.GetResource(ctx, ref.Kind, ref.ID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !belongs(r, ref) {
+		return nil, notFound(ref)
+	}
+	if err != nil {
+		return nil, problem.Internal(err)
+	}
+	return r, nil
+}
+
+func belongs(r *resource.Resource, ref Ref) bool {
+	if ref.ParentID == "" {
+		return true
+	}
+	return r.OwnerReferences != nil && r.OwnerReferences.ID == ref.ParentID
+}
+
+// ListParams select a page of a list endpoint.
+type ListParams struct {
+	Kind     string
+	ParentID string // node pools of one cluster; the cluster must exist
+	Search   string
+	Order    []search.OrderTerm
+	Page     int
+	Size     int
+}
+
+// List returns a page and the total number of matches.
+func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, int64, error) {
+	if p.ParentID != "" {
+		if _, err := s.Get(ctx, Ref{Kind: resource.KindCluster, ID: p.ParentID}); err != nil {
+			return nil, 0, err
+		}
+	}
+	where, err := search.Translate(p.Search, s.store.Dialect(), search.Options{Table: "resources", OwnerReferences: p.Kind == resource.KindNodePool})
+	if err != nil {
+		var se *search.Error
+		if errors.As(err, &se) {
+			return nil, 0, problem.New(http.StatusBadRequest, problem.CodeInvalidSearch, se.Message).
+				WithErrors(problem.FieldError{Field: "search", Value: truncate(p.Search, 200), Message: se.Message})
+		}
+		return nil, 0, problem.Internal(err)
+	}
+	items, total, err := s.store.ListResources(ctx, store.ListQuery{
+		Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order,
+		Offset: (p.Page - 1) * p.Size, Limit: p.Size,
+	})
+	if err != nil {
+		return nil, 0, problem.Internal(err)
+	}
+	return items, total, nil
+}
+
+// Create validates and stores a new resource at generation 1.
+func (s *Service) Create(ctx context.Context, kind, parentID string, req *CreateRequest, actor string) (*resource.Resource, error) {
+	if errs := ValidateCreate(kind, req); len(errs) > 0 {
+		return nil, problem.Validation(errs...)
+	}
+	if err := s.validateSpec(kind, req.Spec); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	r := &resource.Resource{
+		Kind: kind, ID: newID(), Name: req.Name, Generation: 1,
+		Spec: req.Spec, Labels: req.Labels,
+		CreatedTime: now, UpdatedTime: now, CreatedBy: actor, UpdatedBy: actor,
+		Status: resource.Status{Conditions: aggregation.Initial(kind, s.registered[kind], now)},
+	}
+	if r.Labels == nil {
+		r.Labels = map[string]string{}
+	}
+	if parentID != "" {
+		r.OwnerReferences = &resource.OwnerReference{Kind: resource.KindCluster, ID: parentID, Href: resource.ClusterHref(parentID)}
+		r.Href = resource.NodePoolHref(parentID, r.ID)
+	} else {
+		r.Href = resource.ClusterHref(r.ID)
+	}
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		if parentID != "" {
+			parent, err := tx.LockResource(ctx, resource.KindCluster, parentID)
+			if errors.Is(err, store.ErrNotFound) {
+				return problem.NotFound(resource.KindCluster, parentID)
+			}
+			if err != nil {
+				return err
+			}
+			if parent.DeletedTime != nil {
+				return problem.Newf(http.StatusConflict, problem.CodeBeingDeleted,
+					"cluster %s is being deleted; node pools cannot be added to it", parentID)
+			}
+		}
+		if err := tx.CreateResource(ctx, r); err != nil {
+			if errors.Is(err, store.ErrNameConflict) {
+				scope := ""
+				if parentID != "" {
+					scope = " in cluster " + parentID
+				}
+				return problem.Newf(http.StatusConflict, problem.CodeNameConflict,
+					"a %s named %q already exists%s; a name becomes free once its resource is removed", kind, req.Name, scope).
+					WithErrors(problem.FieldError{Field: "name", Value: req.Name, Constraint: "unique", Message: "name is already in use"})
+			}
+			return err
+		}
+		return tx.AppendOutbox(ctx, outboxFor(r, store.OutboxCreated, now))
+	})
+	if err != nil {
+		return nil, asProblem(err)
+	}
+	s.logFor(r).Info().Str("actor", actor).Msg("created")
+	return r, nil
+}
+
+// Patch applies spec and label changes. A semantic spec change bumps the
+// generation and requests a reconcile; labels alone do not; no change at all
+// writes nothing.
+func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor string) (*resource.Resource, error) {
+	if errs := ValidatePatch(req); len(errs) > 0 {
+		return nil, problem.Validation(errs...)
+	}
+	if req.Spec != nil {
+		if err := s.validateSpec(ref.Kind, req.Spec); err != nil {
+			return nil, err
+		}
+	}
+	var out *resource.Resource
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		r, err := s.lock(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		if r.DeletedTime != nil {
+			return problem.Newf(http.StatusConflict, problem.CodeBeingDeleted, "%s %s is being deleted and can no longer be changed", ref.Kind, ref.ID)
+		}
+		specChanged := req.Spec != nil && !SameJSON(r.Spec, req.Spec)
+		labelsChanged := req.Labels != nil && !sameLabels(r.Labels, *req.Labels)
+		out = r
+		if !specChanged && !labelsChanged {
+			return nil
+		}
+		now := s.clock()
+		if labelsChanged {
+			r.Labels = *req.Labels
+		}
+		r.UpdatedTime, r.UpdatedBy = now, actor
+		if specChanged {
+			r.Spec = req.Spec
+			r.Generation++
+			if _, err := s.aggregate(ctx, tx, r, now); err != nil {
+				return err
+			}
+			if err := tx.AppendOutbox(ctx, outboxFor(r, store.OutboxUpdated, now)); err != nil {
+				return err
+			}
+		}
+		return tx.UpdateResource(ctx, r)
+	})
+	if err != nil {
+		return nil, asProblem(err)
+	}
+	s.logFor(out).Info().Str("actor", actor).Msg("patched")
+	return out, nil
+}
+
+// Delete soft-deletes a resource (and a cluster's node pools), bumping the
+// generation so adapters clean up. A second call changes nothing. When no
+// adapter has anything to finalize the resource is removed at once.
+func (s *Service) Delete(ctx context.Context, ref Ref, actor string) (*resource.Resource, error) {
+	var out *resource.Resource
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		parent, err := s.lockParent(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		r, err := s.lock(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		out = r
+		if r.DeletedTime != nil {
+			return nil
+		}
+		now := s.clock()
+		if r.Kind == resource.KindCluster {
+			children, err := tx.Children(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			for i := range children {
+				child := &children[i]
+				if child.DeletedTime != nil {
+					continue
+				}
+				if err := s.markDeleting(ctx, tx, child, actor, now); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.markDeleting(ctx, tx, r, actor, now); err != nil {
+			return err
+		}
+		if parent != nil {
+			return s.settleParent(ctx, tx, parent, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, asProblem(err)
+	}
+	s.logFor(out).Info().Str("actor", actor).Msg("deletion requested")
+	return out, nil
+}
+
+// markDeleting stamps deleted_time, bumps the generation, re-aggregates and
+// removes the resource if nothing is left to wait for.
+func (s *Service) markDeleting(ctx context.Context, tx store.Tx, r *resource.Resource, actor string, now time.Time) error {
+	r.DeletedTime, r.DeletedBy = &now, actor
+	r.Generation++
+	if err := tx.AppendOutbox(ctx, outboxFor(r, store.OutboxDeleting, now)); err != nil {
+		return err
+	}
+	return s.settle(ctx, tx, r, now)
+}
+
+// settle re-aggregates a locked resource and either stores its conditions
+// or, when deletion is complete, removes it.
+func (s *Service) settle(ctx context.Context, tx store.Tx, r *resource.Resource, now time.Time) error {
+	removable, err := s.aggregate(ctx, tx, r, now)
+	if err != nil {
+		return err
+	}
+	if removable {
+		return s.remove(ctx, tx, r, now, "all adapters finalized")
+	}
+	return tx.UpdateResource(ctx, r)
+}
+
+// settleParent re-evaluates a deleting cluster after one of its node pools
+// changed: the last node pool's removal may complete the cluster's deletion.
+func (s *Service) settleParent(ctx context.Context, tx store.Tx, parent *resource.Resource, now time.Time) error {
+	if parent.DeletedTime == nil {
+		return nil
+	}
+	return s.settle(ctx, tx, parent, now)
+}
+
+func (s *Service) remove(ctx context.Context, tx store.Tx, r *resource.Resource, now time.Time, why string) error {
+	var children []resource.Resource
+	if r.Kind == resource.KindCluster {
+		var err error
+		if children, err = tx.Children(ctx, r.ID); err != nil {
+			return err
+		}
+	}
+	if err := tx.RemoveResource(ctx, r.ID); err != nil {
+		return err
+	}
+	for i := range children {
+		if err := tx.AppendOutbox(ctx, outboxFor(&children[i], store.OutboxRemoved, now)); err != nil {
+			return err
+		}
+	}
+	if err := tx.AppendOutbox(ctx, outboxFor(r, store.OutboxRemoved, now)); err != nil {
+		return err
+	}
+	s.logFor(r).Info().Str("why", why).Int("children", len(children)).Msg("removed")
+	return nil
+}
+
+// ForceDelete removes an already soft-deleted resource and its subtree at
+// once: the escape hatch for a deletion stuck on an adapter.
+func (s *Service) ForceDelete(ctx context.Context, ref Ref, req *ForceDeleteRequest, actor string) error {
+	if errs := ValidateForceDelete(req); len(errs) > 0 {
+		return problem.Validation(errs...)
+	}
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		parent, err := s.lockParent(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		r, err := s.lock(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		if r.DeletedTime == nil {
+			return problem.Newf(http.StatusConflict, problem.CodeNotDeleted,
+				"%s %s is not being deleted; DELETE it first, force-delete only clears a stuck deletion", ref.Kind, ref.ID)
+		}
+		now := s.clock()
+		if err := s.remove(ctx, tx, r, now, "force-delete: "+req.Reason); err != nil {
+			return err
+		}
+		if parent != nil {
+			return s.settleParent(ctx, tx, parent, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return asProblem(err)
+	}
+	s.log.Warn().Str("kind", ref.Kind).Str("resource_id", ref.ID).Str("actor", actor).Str("reason", req.Reason).Msg("force-deleted")
+	return nil
+}
+
+// ReportResult tells the handler how to answer a status report.
+type ReportResult struct {
+	// Status is the stored report; nil when the report was discarded (204).
+	Status *resource.AdapterStatus
+	// Discarded says why a report was dropped.
+	Discarded string
+}
+
+// ReportStatus applies an adapter's report under the resource's row lock.
+func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.StatusReport) (ReportResult, error) {
+	now := s.clock()
+	if errs := statusreport.Validate(report, now); len(errs) > 0 {
+		return ReportResult{}, problem.Validation(errs...)
+	}
+	var res ReportResult
+	var generation int64
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		parent, err := s.lockParent(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		r, err := s.lock(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		generation = r.Generation
+		statuses, err := tx.Statuses(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		var existing *resource.AdapterStatus
+		for i := range statuses {
+			if statuses[i].Adapter == report.Adapter {
+				existing = &statuses[i]
+			}
+		}
+		outcome, why := statusreport.Decide(report, r.Generation, existing)
+		if outcome == statusreport.Discard {
+			res.Discarded = why
+			return nil
+		}
+		st := statusreport.Merge(report, existing, now)
+		if err := tx.PutStatus(ctx, r.ID, st); err != nil {
+			return err
+		}
+		res.Status = &st
+		if outcome == statusreport.StoreOnly || !s.isRegistered(r.Kind, report.Adapter) {
+			return nil
+		}
+		if err := s.settle(ctx, tx, r, now); err != nil {
+			return err
+		}
+		if parent != nil {
+			return s.settleParent(ctx, tx, parent, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return ReportResult{}, asProblem(err)
+	}
+	ev := s.log.Debug().Str("kind", ref.Kind).Str("resource_id", ref.ID).Int64("generation", generation).
+		Str("adapter", report.Adapter).Int64("observed_generation", report.ObservedGeneration)
+	if res.Discarded != "" {
+		ev.Str("discarded", res.Discarded).Msg("status report discarded")
+	} else {
+		ev.Msg("status report stored")
+	}
+	return res, nil
+}
+
+// ListStatuses pages through the stored reports of a resource.
+func (s *Service) ListStatuses(ctx context.Context, ref Ref, page, size int) ([]resource.AdapterStatus, int64, error) {
+	if _, err := s.Get(ctx, ref); err != nil {
+		return nil, 0, err
+	}
+	items, total, err := s.store.ListStatuses(ctx, ref.ID, (page-1)*size, size)
+	if err != nil {
+		return nil, 0, problem.Internal(err)
+	}
+	return items, total, nil
+}
+
+func (s *Service) isRegistered(kind, adapter string) bool {
+	for _, a := range s.registered[kind] {
+		if a == adapter {
+			return true
+		}
+	}
+	return false
+}
+
+// aggregate recomputes a locked resource's conditions in place and reports
+// whether its deletion is complete.
+func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resource, now time.Time) (bool, error) {
+	statuses, err := tx.Statuses(ctx, r.ID)
+	if err != nil {
+		return false, err
+	}
+	children := 0
+	if r.Kind == resource.KindCluster {
+		if children, err = tx.CountChildren(ctx, r.ID); err != nil {
+			return false, err
+		}
+	}
+	res := aggregation.Compute(aggregation.Input{
+		Kind: r.Kind, Generation: r.Generation, Deleting: r.DeletedTime != nil, Children: children,
+		Registered: s.registered[r.Kind], Statuses: statuses, Previous: r.Status.Conditions, Now: now,
+	})
+	r.Status.Conditions = res.Conditions
+	return res.Removable, nil
+}
+
+// lock takes the row lock of the addressed resource.
+func (s *Service) lock(ctx context.Context, tx store.Tx, ref Ref) (*resource.Resource, error) {
+	r, err := tx.LockResource(ctx, ref.Kind, ref.ID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !belongs(r, ref) {
+		return nil, notFound(ref)
+	}
+	return r, err
+}
+
+// lockParent locks a node pool's cluster first, keeping the parent-before-
+// child lock order every transaction follows.
+func (s *Service) lockParent(ctx context.Context, tx store.Tx, ref Ref) (*resource.Resource, error) {
+	if ref.ParentID == "" {
+		return nil, nil
+	}
+	p, err := tx.LockResource(ctx, resource.KindCluster, ref.ParentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem.NotFound(resource.KindCluster, ref.ParentID)
+	}
+	return p, err
+}
+
+func (s *Service) validateSpec(kind string, spec json.RawMessage) error {
+	if s.specs == nil {
+		return nil
+	}
+	if errs := s.specs.ValidateSpec(kind, spec); len(errs) > 0 {
+		return problem.New(http.StatusBadRequest, problem.CodeSpecSchema,
+			fmt.Sprintf("spec does not match the %sSpec schema: %s", kind, errs[0].Message)).WithErrors(errs...)
+	}
+	return nil
+}
+
+func (s *Service) logFor(r *resource.Resource) *zerolog.Logger {
+	l := s.log.With().Str("kind", r.Kind).Str("resource_id", r.ID).Int64("generation", r.Generation).Logger()
+	return &l
+}
+
+func outboxFor(r *resource.Resource, reason string, now time.Time) store.OutboxEntry {
+	e := store.OutboxEntry{Kind: r.Kind, ResourceID: r.ID, Generation: r.Generation, Reason: reason, CreatedTime: now}
+	if r.OwnerReferences != nil {
+		e.ParentID = r.OwnerReferences.ID
+	}
+	return e
+}
+
+func sameLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func newID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 only fails when the system's random source does.
+		panic(fmt.Sprintf("lifecycle: generate UUIDv7: %v", err))
+	}
+	return id.String()
+}
+
+func asProblem(err error) error {
+	var p *problem.Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return problem.New(http.StatusServiceUnavailable, problem.CodeRequestTimeout, "the request was cancelled or timed out").WithCause(err)
+	}
+	return problem.Internal(err)
+}

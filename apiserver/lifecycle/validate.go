@@ -1,0 +1,212 @@
+package lifecycle
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// CreateRequest is the body of POST /clusters and POST .../nodepools.
+type CreateRequest struct {
+	Kind   string            `json:"kind"`
+	Name   string            `json:"name"`
+	Spec   json.RawMessage   `json:"spec"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PatchRequest is the body of PATCH on a cluster or node pool. A field that
+// is absent is left alone; a field that is present replaces the stored one.
+type PatchRequest struct {
+	Spec   json.RawMessage    `json:"spec,omitempty"`
+	Labels *map[string]string `json:"labels,omitempty"`
+}
+
+// ForceDeleteRequest is the body of POST .../force-delete.
+type ForceDeleteRequest struct {
+	Reason string `json:"reason"`
+}
+
+// nameRules are the contract's name constraints per kind.
+var nameRules = map[string]struct{ min, max int }{
+	resource.KindCluster:  {3, 53},
+	resource.KindNodePool: {3, 15},
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateCreate checks a create body against the contract; it reports every
+// problem at once.
+func ValidateCreate(kind string, req *CreateRequest) []problem.FieldError {
+	var errs []problem.FieldError
+	switch {
+	case req.Kind == "":
+		errs = append(errs, problem.FieldError{Field: "kind", Constraint: "required", Message: fmt.Sprintf("kind is required and must be %q", kind)})
+	case req.Kind != kind:
+		errs = append(errs, problem.FieldError{Field: "kind", Value: req.Kind, Constraint: "enum=" + kind, Message: fmt.Sprintf("kind must be %q on this endpoint", kind)})
+	}
+	errs = append(errs, validateName(kind, req.Name)...)
+	errs = append(errs, validateSpec(req.Spec, true)...)
+	errs = append(errs, validateLabels(req.Labels)...)
+	return errs
+}
+
+// ValidatePatch checks a patch body.
+func ValidatePatch(req *PatchRequest) []problem.FieldError {
+	var errs []problem.FieldError
+	if req.Spec != nil {
+		errs = append(errs, validateSpec(req.Spec, true)...)
+	}
+	if req.Labels != nil {
+		errs = append(errs, validateLabels(*req.Labels)...)
+	}
+	return errs
+}
+
+// ValidateForceDelete checks the reason of a force-delete.
+func ValidateForceDelete(req *ForceDeleteRequest) []problem.FieldError {
+	n := len([]rune(strings.TrimSpace(req.Reason)))
+	if n < 1 || len([]rune(req.Reason)) > 1024 {
+		return []problem.FieldError{{Field: "reason", Value: truncate(req.Reason, 64), Constraint: "length=1..1024",
+			Message: "reason is required: 1 to 1024 characters saying why the deletion is forced"}}
+	}
+	return nil
+}
+
+func validateName(kind, name string) []problem.FieldError {
+	rule := nameRules[kind]
+	switch {
+	case name == "":
+		return []problem.FieldError{{Field: "name", Constraint: "required", Message: "name is required"}}
+	case len(name) < rule.min || len(name) > rule.max:
+		return []problem.FieldError{{Field: "name", Value: truncate(name, 64), Constraint: fmt.Sprintf("length=%d..%d", rule.min, rule.max),
+			Message: fmt.Sprintf("a %s name must be %d to %d characters long (got %d)", kind, rule.min, rule.max, len(name))}}
+	case !namePattern.MatchString(name):
+		return []problem.FieldError{{Field: "name", Value: truncate(name, 64), Constraint: "pattern=" + namePattern.String(),
+			Message: "name must be lowercase letters, digits and '-', starting and ending with a letter or digit"}}
+	}
+	return nil
+}
+
+func validateSpec(spec json.RawMessage, required bool) []problem.FieldError {
+	trimmed := bytes.TrimSpace(spec)
+	switch {
+	case len(trimmed) == 0:
+		if !required {
+			return nil
+		}
+		return []problem.FieldError{{Field: "spec", Constraint: "required", Message: "spec is required and must be an object ({} is fine)"}}
+	case trimmed[0] != '{':
+		return []problem.FieldError{{Field: "spec", Value: truncate(string(trimmed), 64), Constraint: "type=object", Message: "spec must be a JSON object"}}
+	}
+	return nil
+}
+
+func validateLabels(labels map[string]string) []problem.FieldError {
+	var errs []problem.FieldError
+	for k, v := range labels {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, problem.FieldError{Field: "labels." + k, Value: truncate(k, 64), Constraint: "labelKey",
+				Message: "invalid label key: " + strings.Join(msgs, "; ")})
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			errs = append(errs, problem.FieldError{Field: "labels." + k, Value: truncate(v, 64), Constraint: "labelValue",
+				Message: "invalid label value: " + strings.Join(msgs, "; ")})
+		}
+	}
+	sortFieldErrors(errs)
+	return errs
+}
+
+func sortFieldErrors(errs []problem.FieldError) {
+	for i := 1; i < len(errs); i++ {
+		for j := i; j > 0 && errs[j].Field < errs[j-1].Field; j-- {
+			errs[j], errs[j-1] = errs[j-1], errs[j]
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// SameJSON reports whether two JSON documents are semantically equal: key
+// order, white space and number spelling (1 vs 1.0) do not count.
+func SameJSON(a, b json.RawMessage) bool {
+	x, err1 := decodeJSON(a)
+	y, err2 := decodeJSON(b)
+	if err1 != nil || err2 != nil {
+		return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+	}
+	return equalJSON(x, y)
+}
+
+func decodeJSON(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+func equalJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !equalJSON(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		if strings.ContainsAny(string(x)+string(y), "eE") {
+			// Exponents can be huge ("1e999999999"): compare as floats
+			// rather than materialising exact values.
+			fx, errx := strconv.ParseFloat(string(x), 64)
+			fy, erry := strconv.ParseFloat(string(y), 64)
+			return errx == nil && erry == nil && fx == fy
+		}
+		rx, okx := new(big.Rat).SetString(string(x))
+		ry, oky := new(big.Rat).SetString(string(y))
+		if !okx || !oky {
+			return x == y
+		}
+		return rx.Cmp(ry) == 0
+	default:
+		return a == b
+	}
+}

@@ -1,0 +1,213 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/auth"
+	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+const (
+	identityKey  = "hyperfleet.identity"
+	requestIDKey = "hyperfleet.request_id"
+)
+
+func (s *Server) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.Use(s.requestID, s.recoverPanic, s.accessLog)
+	if s.metrics != nil {
+		r.Use(s.metrics.Middleware())
+	}
+	r.NoRoute(func(c *gin.Context) {
+		s.fail(c, problem.Newf(http.StatusNotFound, problem.CodeRouteNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		s.fail(c, problem.Newf(http.StatusMethodNotAllowed, problem.CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+	})
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	if s.metrics != nil {
+		r.GET("/metrics", gin.WrapH(s.metrics.Handler()))
+	}
+	r.GET("/api/hyperfleet", s.metadata)
+
+	v1 := r.Group(resource.BasePath)
+	v1.GET("/openapi", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", s.openapi) })
+	v1.GET("/openapi.html", s.openapiPage)
+
+	api := v1.Group("", s.authenticate, s.timeout)
+	api.GET("/clusters", s.handle(s.listClusters))
+	api.POST("/clusters", s.handle(s.createCluster))
+	api.GET("/clusters/:cluster_id", s.handle(s.getResource(clusterRef)))
+	api.PATCH("/clusters/:cluster_id", s.handle(s.patchResource(clusterRef)))
+	api.DELETE("/clusters/:cluster_id", s.handle(s.deleteResource(clusterRef)))
+	api.POST("/clusters/:cluster_id/force-delete", s.handle(s.forceDelete(clusterRef)))
+	api.GET("/clusters/:cluster_id/statuses", s.handle(s.listStatuses(clusterRef)))
+	api.PUT("/clusters/:cluster_id/statuses", s.handle(s.reportStatus(clusterRef)))
+	api.POST("/clusters/:cluster_id/statuses", s.handle(s.reportStatus(clusterRef)))
+
+	api.GET("/nodepools", s.handle(s.listAllNodePools))
+	api.GET("/clusters/:cluster_id/nodepools", s.handle(s.listNodePools))
+	api.POST("/clusters/:cluster_id/nodepools", s.handle(s.createNodePool))
+	api.GET("/clusters/:cluster_id/nodepools/:nodepool_id", s.handle(s.getResource(nodePoolRef)))
+	api.PATCH("/clusters/:cluster_id/nodepools/:nodepool_id", s.handle(s.patchResource(nodePoolRef)))
+	api.DELETE("/clusters/:cluster_id/nodepools/:nodepool_id", s.handle(s.deleteResource(nodePoolRef)))
+	api.POST("/clusters/:cluster_id/nodepools/:nodepool_id/force-delete", s.handle(s.forceDelete(nodePoolRef)))
+	api.GET("/clusters/:cluster_id/nodepools/:nodepool_id/statuses", s.handle(s.listStatuses(nodePoolRef)))
+	api.PUT("/clusters/:cluster_id/nodepools/:nodepool_id/statuses", s.handle(s.reportStatus(nodePoolRef)))
+	api.POST("/clusters/:cluster_id/nodepools/:nodepool_id/statuses", s.handle(s.reportStatus(nodePoolRef)))
+	return r
+}
+
+// handle adapts a handler that returns an error: any error becomes a
+// problem document, so no handler writes error responses itself.
+func (s *Server) handle(fn func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := fn(c); err != nil {
+			s.fail(c, err)
+		}
+	}
+}
+
+// fail renders an error as application/problem+json and logs it: faults
+// (5xx) with their internal cause at error level, client errors at debug.
+func (s *Server) fail(c *gin.Context, err error) {
+	p := problem.From(err)
+	out := *p
+	out.Instance = c.Request.URL.Path
+	out.Timestamp = time.Now().UTC()
+	log := s.requestLog(c)
+	if p.Status >= 500 {
+		log.Error().Err(errors.Unwrap(p)).Str("code", string(p.Code)).Msg(p.Detail)
+	} else {
+		log.Debug().Str("code", string(p.Code)).Int("status", p.Status).Msg(p.Detail)
+	}
+	if p.Status == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", `Bearer realm="hyperfleet", error="invalid_token"`)
+	}
+	c.Header("Content-Type", problem.ContentType)
+	c.AbortWithStatusJSON(p.Status, &out)
+}
+
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-Id")
+	if id == "" || len(id) > 128 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	c.Set(requestIDKey, id)
+	c.Header("X-Request-Id", id)
+	c.Next()
+}
+
+// requestLog is the logger for one request: request id, route and the
+// resource ids of the path on every line.
+func (s *Server) requestLog(c *gin.Context) *zerolog.Logger {
+	l := s.log.With().Str("request_id", c.GetString(requestIDKey)).Str("method", c.Request.Method).Str("route", c.FullPath())
+	if id := c.Param("cluster_id"); id != "" {
+		l = l.Str("cluster_id", id)
+	}
+	if id := c.Param("nodepool_id"); id != "" {
+		l = l.Str("nodepool_id", id)
+	}
+	logger := l.Logger()
+	return &logger
+}
+
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	status := c.Writer.Status()
+	ev := s.requestLog(c).Debug()
+	if status >= 500 {
+		ev = s.requestLog(c).Warn()
+	}
+	ev.Int("status", status).Dur("latency", time.Since(start)).Str("path", c.Request.URL.Path).Msg("request")
+}
+
+func (s *Server) recoverPanic(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.requestLog(c).Error().Interface("panic", r).Msg("handler panicked")
+			s.fail(c, problem.New(http.StatusInternalServerError, problem.CodeInternal, "The server failed to process the request; the error was logged"))
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) timeout(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+}
+
+func (s *Server) authenticate(c *gin.Context) {
+	identity, err := s.auth.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
+	if err != nil {
+		var ae *auth.Error
+		code, status := problem.CodeUnauthenticated, http.StatusUnauthorized
+		if errors.As(err, &ae) && ae.Forbidden {
+			code, status = problem.CodeForbidden, http.StatusForbidden
+		}
+		s.fail(c, problem.New(status, code, err.Error()))
+		return
+	}
+	c.Set(identityKey, identity)
+	c.Next()
+}
+
+func identity(c *gin.Context) string {
+	if id := c.GetString(identityKey); id != "" {
+		return id
+	}
+	return auth.SystemIdentity
+}
+
+type apiMetadata struct {
+	Kind      string    `json:"kind"`
+	ID        string    `json:"id"`
+	Href      string    `json:"href"`
+	Version   string    `json:"version"`
+	BuildTime string    `json:"build_time"`
+	Versions  []apiLink `json:"versions"`
+}
+
+type apiLink struct {
+	ID   string `json:"id"`
+	Href string `json:"href"`
+}
+
+func (s *Server) metadata(c *gin.Context) {
+	c.JSON(http.StatusOK, apiMetadata{
+		Kind: "API", ID: "hyperfleet", Href: "/api/hyperfleet",
+		Version: s.cfg.Version, BuildTime: s.cfg.BuildTime,
+		Versions: []apiLink{{ID: "v1", Href: resource.BasePath}},
+	})
+}
+
+func (s *Server) openapiPage(c *gin.Context) {
+	c.Data(http.StatusOK, "text/html; charset=utf-8", openapiPage())
+}
+
+// normalizeID trims what a copy-paste may add around a path id.
+func normalizeID(id string) string { return strings.TrimSpace(id) }

@@ -1,0 +1,642 @@
+// Package search translates the `search` parameter of list endpoints, written
+// in Tree Search Language (github.com/yaacov/tree-search-language), into a SQL
+// WHERE clause for PostgreSQL or SQLite. Only field names the contract lists
+// are accepted, and nothing from the query reaches SQL except as a bound
+// parameter: field names map to fixed column expressions, and label keys and
+// spec paths are validated and then bound as values.
+package search
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yaacov/tree-search-language/v6/pkg/tsl"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Dialect selects the SQL flavour.
+type Dialect int
+
+const (
+	Postgres Dialect = iota
+	SQLite
+)
+
+// MaxQueryLength bounds the search text; longer input is rejected before parsing.
+const MaxQueryLength = 4096
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 64
+
+// Options describe the table being searched.
+type Options struct {
+	// Table qualifies every column (the translator emits sub-queries whose
+	// own columns would otherwise shadow the table's).
+	Table string
+	// OwnerReferences enables owner_references.id (node pool lists).
+	OwnerReferences bool
+}
+
+// Where is a translated clause: SQL with `?` placeholders and their values.
+type Where struct {
+	SQL  string
+	Args []any
+}
+
+// Error is a query the API refuses; Message is safe to show to the caller.
+type Error struct {
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(format string, args ...any) *Error { return &Error{Message: fmt.Sprintf(format, args...)} }
+
+// Translate parses a TSL query and returns the WHERE clause. An empty query
+// yields an empty clause.
+func Translate(query string, d Dialect, opts Options) (w Where, err error) {
+	query = strings.TrimSpace(query)
+	if query == "" {
+		return Where{}, nil
+	}
+	if len(query) > MaxQueryLength {
+		return Where{}, errorf("search is %d characters long; the limit is %d", len(query), MaxQueryLength)
+	}
+	defer func() {
+		// The parser is third-party code: a panic on odd input must become a 400, not a crash.
+		if r := recover(); r != nil {
+			w, err = Where{}, errorf("search could not be parsed")
+		}
+	}()
+	tree, perr := tsl.ParseTSL(sqlStyleLists(query))
+	if perr != nil {
+		return Where{}, errorf("search is not valid TSL: %s", cleanParseError(perr))
+	}
+	t := translator{dialect: d, opts: opts}
+	sql, err := t.node(tree, 0)
+	if err != nil {
+		return Where{}, err
+	}
+	return Where{SQL: sql, Args: t.args}, nil
+}
+
+// sqlStyleLists rewrites SQL-style lists, name in ('a', 'b'), into TSL's
+// bracket form, name in ['a', 'b'], so both spellings work. Quoted text is
+// left alone.
+func sqlStyleLists(q string) string {
+	b := []byte(q)
+	inQuote := byte(0)
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inQuote != 0 {
+			if c == inQuote {
+				inQuote = 0
+			}
+			continue
+		}
+		if c == '\'' || c == '"' || c == '`' {
+			inQuote = c
+			continue
+		}
+		if (c != 'i' && c != 'I') || i+1 >= len(b) || (b[i+1] != 'n' && b[i+1] != 'N') {
+			continue
+		}
+		if i > 0 && isWordByte(b[i-1]) || i+2 < len(b) && isWordByte(b[i+2]) {
+			continue
+		}
+		j := i + 2
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+			j++
+		}
+		if j >= len(b) || b[j] != '(' {
+			continue
+		}
+		if end := closingParen(b, j); end > 0 {
+			b[j], b[end] = '[', ']'
+		}
+	}
+	return string(b)
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// closingParen finds the ')' of a flat value list starting at open, or -1.
+func closingParen(b []byte, open int) int {
+	inQuote := byte(0)
+	for k := open + 1; k < len(b); k++ {
+		switch c := b[k]; {
+		case inQuote != 0:
+			if c == inQuote {
+				inQuote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			inQuote = c
+		case c == '(':
+			return -1
+		case c == ')':
+			return k
+		}
+	}
+	return -1
+}
+
+func cleanParseError(err error) string {
+	msg := err.Error()
+	if se, ok := err.(*tsl.SyntaxError); ok {
+		msg = fmt.Sprintf("%s at position %d", se.Message, se.Position)
+	}
+	return msg
+}
+
+type translator struct {
+	dialect Dialect
+	opts    Options
+	args    []any
+}
+
+func (t *translator) bind(v any) string {
+	t.args = append(t.args, v)
+	return "?"
+}
+
+func (t *translator) node(n *tsl.TSLNode, depth int) (string, error) {
+	if depth > maxDepth {
+		return "", errorf("search is nested more than %d levels deep", maxDepth)
+	}
+	op, ok := n.AsExprOp()
+	if !ok {
+		return "", errorf("search must be a comparison such as name='my-cluster', not a bare %s", describe(n))
+	}
+	switch op.Operator {
+	case tsl.OpAnd, tsl.OpOr:
+		l, err := t.node(op.Left, depth+1)
+		if err != nil {
+			return "", err
+		}
+		r, err := t.node(op.Right, depth+1)
+		if err != nil {
+			return "", err
+		}
+		word := " AND "
+		if op.Operator == tsl.OpOr {
+			word = " OR "
+		}
+		return "(" + l + word + r + ")", nil
+	case tsl.OpNot:
+		inner, err := t.node(op.Right, depth+1)
+		if err != nil {
+			return "", err
+		}
+		return "(NOT " + inner + ")", nil
+	case tsl.OpEQ, tsl.OpNE, tsl.OpLT, tsl.OpLE, tsl.OpGT, tsl.OpGE, tsl.OpLike, tsl.OpIn:
+		return t.comparison(op)
+	case tsl.OpMinus:
+		if op.Left.Type() == tsl.KindIdentifier && op.Right.Type() == tsl.KindIdentifier {
+			l, _ := op.Left.AsString()
+			r, _ := op.Right.AsString()
+			return "", errorf("%s-%s is read as a subtraction; quote names that contain '-' with brackets, e.g. labels['cost-center']", l, r)
+		}
+	}
+	return "", errorf("operator %s is not supported; use =, !=, <, <=, >, >=, in, like, and, or, not and parentheses", operatorName(op.Operator))
+}
+
+func (t *translator) comparison(op tsl.TSLExpressionOp) (string, error) {
+	if op.Left.Type() != tsl.KindIdentifier {
+		if op.Right != nil && op.Right.Type() == tsl.KindIdentifier {
+			return "", errorf("put the field on the left of the comparison, e.g. name = 'x'")
+		}
+		if inner, ok := op.Left.AsExprOp(); ok {
+			switch inner.Operator {
+			case tsl.OpMinus:
+				return t.node(op.Left, 0)
+			case tsl.OpNot:
+				return "", errorf("not applies to the whole comparison: write not (%s)", "field = 'value'")
+			}
+		}
+		return "", errorf("the left side of %s must be a field name, not %s", operatorName(op.Operator), describe(op.Left))
+	}
+	name, _ := op.Left.AsString()
+	f, err := t.resolve(name)
+	if err != nil {
+		return "", err
+	}
+	if op.Operator == tsl.OpIn {
+		arr, ok := op.Right.AsArray()
+		if !ok {
+			return "", errorf("in needs a list of values, e.g. %s in ('a', 'b')", name)
+		}
+		if len(arr.Values) == 0 {
+			return "", errorf("in needs at least one value")
+		}
+		parts := make([]string, 0, len(arr.Values))
+		for _, v := range arr.Values {
+			p, err := t.compare(f, tsl.OpEQ, v)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, p)
+		}
+		return "(" + strings.Join(parts, " OR ") + ")", nil
+	}
+	if op.Right != nil && op.Right.Type() == tsl.KindArrayLiteral {
+		return "", errorf("a list of values only goes with in, not %s", operatorName(op.Operator))
+	}
+	return t.compare(f, op.Operator, op.Right)
+}
+
+// fieldKind is the type of a searchable field.
+type fieldKind int
+
+const (
+	textField fieldKind = iota
+	intField
+	timeField
+	labelField
+	specField
+	conditionField
+)
+
+type field struct {
+	name   string // as written in the query, for messages
+	kind   fieldKind
+	column string   // qualified column for scalar fields
+	key    string   // label key
+	path   []string // spec path
+	cond   string   // condition type
+}
+
+var scalarFields = map[string]struct {
+	column string
+	kind   fieldKind
+}{
+	"id":           {"id", textField},
+	"name":         {"name", textField},
+	"generation":   {"generation", intField},
+	"created_time": {"created_time", timeField},
+	"updated_time": {"updated_time", timeField},
+	"deleted_time": {"deleted_time", timeField},
+	"created_by":   {"created_by", textField},
+	"updated_by":   {"updated_by", textField},
+}
+
+var (
+	conditionTypePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+	specSegmentPattern   = regexp.MustCompile(`^[A-Za-z0-9_\-]+$`)
+)
+
+func (t *translator) resolve(name string) (field, error) {
+	if s, ok := scalarFields[name]; ok {
+		return field{name: name, kind: s.kind, column: t.opts.Table + "." + s.column}, nil
+	}
+	switch {
+	case name == "owner_references.id":
+		if !t.opts.OwnerReferences {
+			return field{}, errorf("owner_references.id is only searchable on node pools")
+		}
+		return field{name: name, kind: textField, column: t.opts.Table + ".parent_id"}, nil
+	case strings.HasPrefix(name, "labels.") || strings.HasPrefix(name, "labels["):
+		key, err := labelKey(name)
+		if err != nil {
+			return field{}, err
+		}
+		return field{name: name, kind: labelField, key: key}, nil
+	case strings.HasPrefix(name, "spec.") || strings.HasPrefix(name, "spec["):
+		path, err := specPath(name)
+		if err != nil {
+			return field{}, err
+		}
+		return field{name: name, kind: specField, path: path}, nil
+	case strings.HasPrefix(name, "status.conditions."):
+		ct := strings.TrimPrefix(name, "status.conditions.")
+		if !conditionTypePattern.MatchString(ct) {
+			return field{}, errorf("%q is not a condition type; use status.conditions.<Type>, e.g. status.conditions.Ready", ct)
+		}
+		return field{name: name, kind: conditionField, cond: ct}, nil
+	}
+	return field{}, errorf("unknown field %q; searchable fields are id, name, generation, created_time, updated_time, deleted_time, created_by, updated_by, labels.<key>, spec.<path>, status.conditions.<Type>%s",
+		name, map[bool]string{true: ", owner_references.id", false: ""}[t.opts.OwnerReferences])
+}
+
+func labelKey(name string) (string, error) {
+	var key string
+	if strings.HasPrefix(name, "labels[") {
+		if !strings.HasSuffix(name, "]") {
+			return "", errorf("%q: close the bracket, e.g. labels['cost-center']", name)
+		}
+		key = unquote(name[len("labels[") : len(name)-1])
+	} else {
+		key = strings.TrimPrefix(name, "labels.")
+	}
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return "", errorf("%q is not a valid label key: %s", key, strings.Join(errs, "; "))
+	}
+	return key, nil
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '\'' && s[len(s)-1] == '\'' || s[0] == '"' && s[len(s)-1] == '"') {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// specPath splits spec.a.b[0]['c-d'] into [a b 0 c-d].
+func specPath(name string) ([]string, error) {
+	rest := strings.TrimPrefix(name, "spec")
+	var path []string
+	for rest != "" {
+		switch rest[0] {
+		case '.':
+			end := strings.IndexAny(rest[1:], ".[")
+			if end < 0 {
+				end = len(rest) - 1
+			}
+			path = append(path, rest[1:1+end])
+			rest = rest[1+end:]
+		case '[':
+			end := strings.IndexByte(rest, ']')
+			if end < 0 {
+				return nil, errorf("%q: close the bracket, e.g. spec['node-count']", name)
+			}
+			path = append(path, unquote(rest[1:end]))
+			rest = rest[end+1:]
+		default:
+			return nil, errorf("%q is not a spec path; write spec.<field>[.<field>...], e.g. spec.platform.type", name)
+		}
+	}
+	if len(path) == 0 {
+		return nil, errorf("spec needs a path, e.g. spec.platform.type")
+	}
+	for _, seg := range path {
+		if !specSegmentPattern.MatchString(seg) {
+			return nil, errorf("%q: spec path segment %q may only hold letters, digits, '_' and '-'", name, seg)
+		}
+	}
+	return path, nil
+}
+
+// literal is a right-hand value after type checks.
+type literal struct {
+	text   string
+	num    float64
+	isNum  bool
+	isBool bool
+	b      bool
+	time   time.Time
+	isTime bool
+}
+
+func readLiteral(n *tsl.TSLNode) (literal, error) {
+	switch n.Type() {
+	case tsl.KindStringLiteral:
+		s, _ := n.AsString()
+		return literal{text: s}, nil
+	case tsl.KindNumericLiteral:
+		f, _ := n.AsFloat64()
+		return literal{num: f, isNum: true, text: strconv.FormatFloat(f, 'f', -1, 64)}, nil
+	case tsl.KindBooleanLiteral:
+		b, _ := n.AsBool()
+		return literal{isBool: true, b: b, text: strconv.FormatBool(b)}, nil
+	case tsl.KindDateLiteral, tsl.KindTimestampLiteral:
+		if tv, ok := n.Value().(time.Time); ok {
+			return literal{time: tv.UTC(), isTime: true, text: tv.Format(time.RFC3339)}, nil
+		}
+		s, _ := n.AsString()
+		return literal{text: s}, nil
+	}
+	return literal{}, errorf("the right side of a comparison must be a value ('text', 42, true or a date), not %s", describe(n))
+}
+
+func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (string, error) {
+	if right == nil {
+		return "", errorf("%s needs a value", f.name)
+	}
+	lit, err := readLiteral(right)
+	if err != nil {
+		return "", err
+	}
+	if op == tsl.OpLike && f.kind != textField && f.kind != labelField && f.kind != specField {
+		return "", errorf("like only applies to text fields, not %s", f.name)
+	}
+	switch f.kind {
+	case textField:
+		if lit.isNum || lit.isBool || lit.isTime {
+			return "", errorf("%s is text; quote the value, e.g. %s = '%s'", f.name, f.name, lit.text)
+		}
+		return t.sqlCompare(f.column, op, t.bind(lit.text)), nil
+	case intField:
+		if !lit.isNum || lit.num != float64(int64(lit.num)) {
+			return "", errorf("%s is an integer; compare it with a number, e.g. %s > 1", f.name, f.name)
+		}
+		return t.sqlCompare(f.column, op, t.bind(int64(lit.num))), nil
+	case timeField:
+		tv, err := timeValue(f.name, lit)
+		if err != nil {
+			return "", err
+		}
+		return t.sqlCompare(f.column, op, t.bind(tv)), nil
+	case labelField:
+		if lit.isNum || lit.isBool || lit.isTime {
+			return "", errorf("label values are text; quote the value, e.g. %s = '%s'", f.name, lit.text)
+		}
+		return t.sqlCompare(t.labelExpr(f.key), op, t.bind(lit.text)), nil
+	case specField:
+		return t.specCompare(f, op, lit)
+	case conditionField:
+		return t.conditionCompare(f, op, lit)
+	}
+	return "", errorf("%s cannot be compared", f.name)
+}
+
+func timeValue(name string, lit literal) (time.Time, error) {
+	if lit.isTime {
+		return lit.time, nil
+	}
+	if !lit.isNum && !lit.isBool {
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+			if tv, err := time.Parse(layout, lit.text); err == nil {
+				return tv.UTC(), nil
+			}
+		}
+	}
+	return time.Time{}, errorf("%s is a time; compare it with an RFC 3339 date-time or a date, e.g. %s > '2025-01-01T00:00:00Z'", name, name)
+}
+
+// sqlCompare renders "expr op ?". != also matches rows where expr is NULL
+// (a missing label is "not equal" to any value).
+func (t *translator) sqlCompare(expr string, op tsl.Operator, placeholder string) string {
+	switch op {
+	case tsl.OpEQ:
+		return expr + " = " + placeholder
+	case tsl.OpNE:
+		if t.dialect == Postgres {
+			return expr + " IS DISTINCT FROM " + placeholder
+		}
+		return expr + " IS NOT " + placeholder
+	case tsl.OpLT:
+		return expr + " < " + placeholder
+	case tsl.OpLE:
+		return expr + " <= " + placeholder
+	case tsl.OpGT:
+		return expr + " > " + placeholder
+	case tsl.OpGE:
+		return expr + " >= " + placeholder
+	case tsl.OpLike:
+		return expr + " LIKE " + placeholder
+	}
+	panic("search: unexpected operator " + operatorName(op)) // unreachable: callers filter operators
+}
+
+func (t *translator) labelExpr(key string) string {
+	col := t.opts.Table + ".labels"
+	if t.dialect == Postgres {
+		return "(" + col + " ->> " + t.bind(key) + ")"
+	}
+	return "json_extract(" + col + ", " + t.bind(`$."`+key+`"`) + ")"
+}
+
+func (t *translator) specCompare(f field, op tsl.Operator, lit literal) (string, error) {
+	col := t.opts.Table + ".spec"
+	pgPath := "{" + strings.Join(f.path, ",") + "}"
+	sqlitePath := "$"
+	for _, seg := range f.path {
+		if _, err := strconv.Atoi(seg); err == nil {
+			sqlitePath += "[" + seg + "]"
+		} else {
+			sqlitePath += `."` + seg + `"`
+		}
+	}
+	switch {
+	case lit.isBool:
+		if op != tsl.OpEQ && op != tsl.OpNE {
+			return "", errorf("%s: booleans only compare with = and !=", f.name)
+		}
+		var expr string
+		if t.dialect == Postgres {
+			expr = "(" + col + " #> " + t.bind(pgPath) + "::text[]) = " + t.bind(lit.text) + "::jsonb"
+		} else {
+			expr = "json_type(" + col + ", " + t.bind(sqlitePath) + ") = " + t.bind(lit.text)
+		}
+		if op == tsl.OpNE {
+			return "(NOT COALESCE(" + expr + ", FALSE))", nil
+		}
+		return expr, nil
+	case lit.isNum:
+		if op == tsl.OpLike {
+			return "", errorf("like needs a text pattern, not a number")
+		}
+		var expr string
+		if t.dialect == Postgres {
+			expr = "(CASE WHEN jsonb_typeof(" + col + " #> " + t.bind(pgPath) + "::text[]) = 'number' THEN (" + col + " #>> " + t.bind(pgPath) + "::text[])::numeric END)"
+		} else {
+			expr = "(CASE WHEN json_type(" + col + ", " + t.bind(sqlitePath) + ") IN ('integer', 'real') THEN json_extract(" + col + ", " + t.bind(sqlitePath) + ") END)"
+		}
+		return t.sqlCompare(expr, op, t.bind(lit.num)), nil
+	default:
+		var expr string
+		if t.dialect == Postgres {
+			expr = "(" + col + " #>> " + t.bind(pgPath) + "::text[])"
+		} else {
+			expr = "(CASE WHEN json_type(" + col + ", " + t.bind(sqlitePath) + ") = 'text' THEN json_extract(" + col + ", " + t.bind(sqlitePath) + ") END)"
+		}
+		return t.sqlCompare(expr, op, t.bind(lit.text)), nil
+	}
+}
+
+func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (string, error) {
+	if op != tsl.OpEQ && op != tsl.OpNE {
+		return "", errorf("%s only compares with =, != or in", f.name)
+	}
+	if lit.isBool {
+		lit.text = map[bool]string{true: "True", false: "False"}[lit.b]
+	}
+	if lit.text != "True" && lit.text != "False" {
+		return "", errorf("%s is True or False, not %q", f.name, lit.text)
+	}
+	col := t.opts.Table + ".conditions"
+	var exists string
+	if t.dialect == Postgres {
+		exists = col + " @> " + t.bind(fmt.Sprintf(`[{"type":%q,"status":%q}]`, f.cond, lit.text)) + "::jsonb"
+	} else {
+		exists = "EXISTS (SELECT 1 FROM json_each(" + col + ") AS c WHERE json_extract(c.value, '$.type') = " +
+			t.bind(f.cond) + " AND json_extract(c.value, '$.status') = " + t.bind(lit.text) + ")"
+	}
+	if op == tsl.OpNE {
+		return "(NOT " + exists + ")", nil
+	}
+	return exists, nil
+}
+
+func describe(n *tsl.TSLNode) string {
+	if n == nil {
+		return "nothing"
+	}
+	switch n.Type() {
+	case tsl.KindIdentifier:
+		s, _ := n.AsString()
+		return "the field " + s
+	case tsl.KindNullLiteral:
+		return "null"
+	case tsl.KindBinaryExpr, tsl.KindUnaryExpr:
+		op, _ := n.AsExprOp()
+		return "an expression using " + operatorName(op.Operator)
+	case tsl.KindArrayLiteral:
+		return "a list"
+	}
+	return "a " + strings.ToLower(n.Type().String()) + " value"
+}
+
+func operatorName(op tsl.Operator) string {
+	switch op {
+	case tsl.OpEQ:
+		return "="
+	case tsl.OpNE:
+		return "!="
+	case tsl.OpLT:
+		return "<"
+	case tsl.OpLE:
+		return "<="
+	case tsl.OpGT:
+		return ">"
+	case tsl.OpGE:
+		return ">="
+	case tsl.OpLike:
+		return "like"
+	case tsl.OpILike:
+		return "ilike"
+	case tsl.OpIn:
+		return "in"
+	case tsl.OpBetween:
+		return "between"
+	case tsl.OpIs:
+		return "is"
+	case tsl.OpREQ:
+		return "~="
+	case tsl.OpRNE:
+		return "~!"
+	case tsl.OpPlus:
+		return "+"
+	case tsl.OpMinus:
+		return "-"
+	case tsl.OpStar:
+		return "*"
+	case tsl.OpSlash:
+		return "/"
+	case tsl.OpPercent:
+		return "%"
+	case tsl.OpLen:
+		return "len"
+	case tsl.OpAny:
+		return "any"
+	case tsl.OpAll:
+		return "all"
+	case tsl.OpSum:
+		return "sum"
+	}
+	return strings.ToLower(op.String())
+}

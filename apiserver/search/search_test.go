@@ -1,0 +1,220 @@
+package search
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var opts = Options{Table: "resources"}
+
+func TestTranslatePostgres(t *testing.T) {
+	tests := []struct {
+		query string
+		sql   string
+		args  []any
+	}{
+		{"name='my-cluster'", "resources.name = ?", []any{"my-cluster"}},
+		{"name != 'a'", "resources.name IS DISTINCT FROM ?", []any{"a"}},
+		{"name like 'prod-%'", "resources.name LIKE ?", []any{"prod-%"}},
+		{"generation >= 2", "resources.generation >= ?", []any{int64(2)}},
+		{"generation < 10 and generation > 1", "(resources.generation < ? AND resources.generation > ?)", []any{int64(10), int64(1)}},
+		{"name in ('a', 'b')", "(resources.name = ? OR resources.name = ?)", []any{"a", "b"}},
+		{"not (name = 'a')", "(NOT resources.name = ?)", []any{"a"}},
+		{"name in ['a']", "(resources.name = ?)", []any{"a"}},
+		{"name in ('in (x)', 'b')", "(resources.name = ? OR resources.name = ?)", []any{"in (x)", "b"}},
+		{"name not in ('a')", "(NOT (resources.name = ?))", []any{"a"}},
+		{"labels.environment='production'", "(resources.labels ->> ?) = ?", []any{"environment", "production"}},
+		{"labels['cost-center'] = 'eng'", "(resources.labels ->> ?) = ?", []any{"cost-center", "eng"}},
+		{"labels.hyperfleet.io/cluster = 'x'", "(resources.labels ->> ?) = ?", []any{"hyperfleet.io/cluster", "x"}},
+		{"status.conditions.Ready='True'", "resources.conditions @> ?::jsonb", []any{`[{"type":"Ready","status":"True"}]`}},
+		{"status.conditions.Available != 'True'", "(NOT resources.conditions @> ?::jsonb)", []any{`[{"type":"Available","status":"True"}]`}},
+		{"spec.platform.type = 'gcp'", "(resources.spec #>> ?::text[]) = ?", []any{"{platform,type}", "gcp"}},
+		{"spec.replicas > 2", "(CASE WHEN jsonb_typeof(resources.spec #> ?::text[]) = 'number' THEN (resources.spec #>> ?::text[])::numeric END) > ?",
+			[]any{"{replicas}", "{replicas}", float64(2)}},
+		{"spec.enabled = true", "(resources.spec #> ?::text[]) = ?::jsonb", []any{"{enabled}", "true"}},
+		{"spec.subnets[0].name = 'a'", "(resources.spec #>> ?::text[]) = ?", []any{"{subnets,0,name}", "a"}},
+		{"created_time > '2025-01-01T00:00:00Z'", "resources.created_time > ?", []any{time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"deleted_time > '2025-01-01'", "resources.deleted_time > ?", []any{time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"(name='a' or name='b') and labels.env='dev'", "((resources.name = ? OR resources.name = ?) AND (resources.labels ->> ?) = ?)", []any{"a", "b", "env", "dev"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			w, err := Translate(tc.query, Postgres, opts)
+			if err != nil {
+				t.Fatalf("Translate: %v", err)
+			}
+			if w.SQL != tc.sql {
+				t.Errorf("SQL\n got %s\nwant %s", w.SQL, tc.sql)
+			}
+			if fmt.Sprint(w.Args) != fmt.Sprint(tc.args) {
+				t.Errorf("args = %v, want %v", w.Args, tc.args)
+			}
+			if strings.Count(w.SQL, "?") != len(w.Args) {
+				t.Errorf("%d placeholders for %d args", strings.Count(w.SQL, "?"), len(w.Args))
+			}
+		})
+	}
+}
+
+func TestTranslateSQLite(t *testing.T) {
+	tests := []struct {
+		query string
+		sql   string
+		args  []any
+	}{
+		{"name != 'a'", "resources.name IS NOT ?", []any{"a"}},
+		{"labels.environment='production'", "json_extract(resources.labels, ?) = ?", []any{`$."environment"`, "production"}},
+		{"status.conditions.Ready='True'",
+			"EXISTS (SELECT 1 FROM json_each(resources.conditions) AS c WHERE json_extract(c.value, '$.type') = ? AND json_extract(c.value, '$.status') = ?)",
+			[]any{"Ready", "True"}},
+		{"spec.subnets[1].cidr = '10.0.0.0/24'",
+			"(CASE WHEN json_type(resources.spec, ?) = 'text' THEN json_extract(resources.spec, ?) END) = ?",
+			[]any{`$."subnets"[1]."cidr"`, `$."subnets"[1]."cidr"`, "10.0.0.0/24"}},
+		{"spec.enabled = false", "json_type(resources.spec, ?) = ?", []any{`$."enabled"`, "false"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			w, err := Translate(tc.query, SQLite, opts)
+			if err != nil {
+				t.Fatalf("Translate: %v", err)
+			}
+			if w.SQL != tc.sql {
+				t.Errorf("SQL\n got %s\nwant %s", w.SQL, tc.sql)
+			}
+			if fmt.Sprint(w.Args) != fmt.Sprint(tc.args) {
+				t.Errorf("args = %v, want %v", w.Args, tc.args)
+			}
+		})
+	}
+}
+
+func TestTranslateOwnerReferences(t *testing.T) {
+	if _, err := Translate("owner_references.id = 'x'", Postgres, opts); err == nil {
+		t.Error("owner_references.id accepted on clusters")
+	}
+	w, err := Translate("owner_references.id = 'x'", Postgres, Options{Table: "resources", OwnerReferences: true})
+	if err != nil || w.SQL != "resources.parent_id = ?" {
+		t.Errorf("node pool owner search = %q, %v", w.SQL, err)
+	}
+}
+
+func TestTranslateRejects(t *testing.T) {
+	tests := []struct {
+		query string
+		want  string // part of the message
+	}{
+		{"name = ", "not valid TSL"},
+		{"name = 'a' and", "not valid TSL"},
+		{"unknown = 'x'", `unknown field "unknown"`},
+		{"password = 'x'", `unknown field "password"`},
+		{"name ~= 'x'", "operator ~= is not supported"},
+		{"name is null", "operator is is not supported"},
+		{"generation between 1 and 3", "operator between is not supported"},
+		{"name ilike 'x'", "operator ilike is not supported"},
+		{"generation = 'two'", "generation is an integer"},
+		{"generation = 1.5", "generation is an integer"},
+		{"name = 5", "name is text"},
+		{"labels.env = 5", "label values are text"},
+		{"labels.cost-center = 'x'", "labels['cost-center']"},
+		{"labels['bad key!'] = 'x'", "not a valid label key"},
+		{"created_time > 'yesterday'", "created_time is a time"},
+		{"created_time like '2025%'", "like only applies to text fields"},
+		{"status.conditions.Ready = 'Maybe'", "True or False"},
+		{"status.conditions.Ready > 'True'", "only compares with"},
+		{"status.conditions.Re'ady = 'True'", "not valid TSL"},
+		{"'x' = name", "field on the left"},
+		{"name = other", "must be a value"},
+		{"name in 'a'", "in needs a list"},
+		{"name = ['a', 'b']", "only goes with in"},
+		{"not name = 'a'", "write not (field = 'value')"},
+		{"name", "must be a comparison"},
+		{"spec = 'x'", "unknown field"},
+		{"spec.a;b = 'x'", "not valid TSL"},
+		{"spec['a;drop'] = 'x'", "may only hold"},
+		{strings.Repeat("not (", 100) + "name='a'" + strings.Repeat(")", 100), "nested"},
+		{strings.Repeat("x", MaxQueryLength+1), "limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			_, err := Translate(tc.query, Postgres, opts)
+			if err == nil {
+				t.Fatalf("accepted %q", tc.query)
+			}
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error %T is not a *search.Error", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("message %q does not contain %q", err.Error(), tc.want)
+			}
+		})
+	}
+}
+
+// Values that look like SQL must only ever travel as bound parameters.
+func TestTranslateInjectionStaysInArgs(t *testing.T) {
+	payloads := []string{
+		`name = 'x'' OR ''1''=''1'`,
+		`name = 'a; DROP TABLE resources; --'`,
+		`labels.env = 'x'') OR 1=1 --'`,
+		`spec.a = '1 UNION SELECT * FROM adapter_statuses'`,
+	}
+	for _, q := range payloads {
+		for _, d := range []Dialect{Postgres, SQLite} {
+			w, err := Translate(q, d, opts)
+			if err != nil {
+				continue // a refusal is also safe
+			}
+			for _, bad := range []string{"DROP", "UNION", "1=1", "--"} {
+				if strings.Contains(w.SQL, bad) {
+					t.Errorf("%q leaked %q into SQL: %s", q, bad, w.SQL)
+				}
+			}
+		}
+	}
+}
+
+func TestParseOrder(t *testing.T) {
+	tests := []struct {
+		orderBy, order string
+		want           string
+		err            string
+	}{
+		{"", "", "created_time desc", ""},
+		{"name", "", "name asc", ""},
+		{"name", "desc", "name desc", ""},
+		{"name", "ASC", "name asc", ""},
+		{"", "desc", "created_time desc", ""},
+		{"", "asc", "created_time asc", ""},
+		{"", "name desc", "name desc", ""},
+		{"", "generation asc, name desc", "generation asc,name desc", ""},
+		{"name desc, id", "asc", "name desc,id asc", ""},
+		{"", "password", "", "cannot order by"},
+		{"name", "sideways", "", "must be asc or desc"},
+		{"name;drop", "", "", "cannot order by"},
+		{"", "name up", "", "direction"},
+		{"", "name, name", "", "twice"},
+		{"", "name asc extra", "", "not <field>"},
+	}
+	for _, tc := range tests {
+		terms, err := ParseOrder(tc.orderBy, tc.order)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseOrder(%q,%q) err = %v, want %q", tc.orderBy, tc.order, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseOrder(%q,%q): %v", tc.orderBy, tc.order, err)
+			continue
+		}
+		var got []string
+		for _, term := range terms {
+			got = append(got, term.Column+map[bool]string{true: " desc", false: " asc"}[term.Desc])
+		}
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("ParseOrder(%q,%q) = %v, want %s", tc.orderBy, tc.order, got, tc.want)
+		}
+	}
+}

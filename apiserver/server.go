@@ -1,0 +1,215 @@
+// Package apiserver is the HyperFleet REST API: the Gin router, its
+// handlers and middleware, and the HTTP server's life cycle. The rules the
+// handlers apply live in the sub-packages (lifecycle, aggregation,
+// statusreport, search); this package only translates HTTP to calls and
+// errors to RFC 9457 problems.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/auth"
+	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
+	"github.com/hyperfleet/hyperfleet/apiserver/metrics"
+	"github.com/hyperfleet/hyperfleet/apiserver/openapi"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+)
+
+// Config of the HTTP server.
+type Config struct {
+	// Listen is the address of the API (":8000").
+	Listen string
+	// BodyLimit bounds request bodies in bytes.
+	BodyLimit int64
+	// RequestTimeout bounds the work of one request.
+	RequestTimeout time.Duration
+	// ShutdownGrace is how long readiness reports "shutting down" before the
+	// listener closes, so load balancers stop sending traffic first.
+	ShutdownGrace time.Duration
+	// ShutdownTimeout bounds the drain of in-flight requests.
+	ShutdownTimeout time.Duration
+	// Version and BuildTime are reported by GET /api/hyperfleet.
+	Version   string
+	BuildTime string
+}
+
+// Check is one readiness dependency.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Server is the API's HTTP server.
+type Server struct {
+	cfg      Config
+	svc      *lifecycle.Service
+	store    store.Store
+	auth     *auth.Authenticator
+	metrics  *metrics.Metrics
+	log      zerolog.Logger
+	engine   *gin.Engine
+	openapi  []byte
+	shutting atomic.Bool
+
+	mu     sync.Mutex
+	checks []Check
+}
+
+// New assembles the router.
+func New(cfg Config, svc *lifecycle.Service, st store.Store, authn *auth.Authenticator, m *metrics.Metrics, log zerolog.Logger) (*Server, error) {
+	doc, err := openapi.Document()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	s := &Server{cfg: cfg, svc: svc, store: st, auth: authn, metrics: m, log: log, openapi: doc}
+	s.checks = []Check{{Name: "database", Check: st.Ping}}
+	s.engine = s.routes()
+	return s, nil
+}
+
+// AddReadinessCheck adds a dependency to /readyz (the workflow engine).
+func (s *Server) AddReadinessCheck(c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks = append(s.checks, c)
+}
+
+// Handler is the root HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Engine exposes the router (tests compare its routes with the OpenAPI
+// document).
+func (s *Server) Engine() *gin.Engine { return s.engine }
+
+// Run serves until ctx is cancelled, then drains: readiness turns 503 for
+// ShutdownGrace, the listener closes and in-flight requests finish.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info().Str("listen", ln.Addr().String()).Msg("API listening")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.shutting.Store(true)
+	s.log.Info().Dur("grace", s.cfg.ShutdownGrace).Msg("shutting down: readiness now 503")
+	time.Sleep(s.cfg.ShutdownGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("drain HTTP server: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	s.log.Info().Msg("API stopped")
+	return nil
+}
+
+type health struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, health{Status: "ok"})
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	if s.shutting.Load() {
+		c.JSON(http.StatusServiceUnavailable, health{Status: "shutting-down"})
+		return
+	}
+	s.mu.Lock()
+	checks := append([]Check(nil), s.checks...)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	out := health{Status: "ok", Checks: map[string]string{}}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, chk := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := "ok"
+			if err := chk.Check(ctx); err != nil {
+				res = "unavailable: " + err.Error()
+			}
+			mu.Lock()
+			out.Checks[chk.Name] = res
+			if res != "ok" {
+				out.Status = "unavailable"
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	code := http.StatusOK
+	if out.Status != "ok" {
+		code = http.StatusServiceUnavailable
+	}
+	c.JSON(code, out)
+}
+
+// Routes lists "METHOD /path" for every route, with parameters in OpenAPI
+// form ({id}).
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.engine.Routes() {
+		out = append(out, r.Method+" "+ginPathToOpenAPI(r.Path))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ginPathToOpenAPI(p string) string {
+	b := []byte{}
+	for i := 0; i < len(p); i++ {
+		if p[i] != ':' {
+			b = append(b, p[i])
+			continue
+		}
+		j := i + 1
+		for j < len(p) && p[j] != '/' {
+			j++
+		}
+		b = append(b, '{')
+		b = append(b, p[i+1:j]...)
+		b = append(b, '}')
+		i = j - 1
+	}
+	return string(b)
+}

@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// migration is one schema version, written once per dialect. Migrations are
+// append-only: a released one is never edited, a fix is a new version.
+type migration struct {
+	version  int
+	name     string
+	postgres []string
+	sqlite   []string
+}
+
+var migrations = []migration{
+	{
+		version: 1,
+		name:    "resources, adapter statuses, outbox, settings",
+		postgres: []string{
+			`CREATE TABLE resources (
+				id           TEXT PRIMARY KEY,
+				kind         TEXT NOT NULL,
+				parent_id    TEXT REFERENCES resources(id) ON DELETE CASCADE,
+				name         TEXT NOT NULL,
+				generation   BIGINT NOT NULL,
+				spec         JSONB NOT NULL,
+				labels       JSONB NOT NULL DEFAULT '{}',
+				conditions   JSONB NOT NULL DEFAULT '[]',
+				created_time TIMESTAMPTZ NOT NULL,
+				updated_time TIMESTAMPTZ NOT NULL,
+				deleted_time TIMESTAMPTZ,
+				created_by   TEXT NOT NULL,
+				updated_by   TEXT NOT NULL,
+				deleted_by   TEXT NOT NULL DEFAULT ''
+			)`,
+			// Names are unique among siblings until the resource is removed.
+			`CREATE UNIQUE INDEX resources_name_key ON resources (kind, COALESCE(parent_id, ''), name)`,
+			`CREATE INDEX resources_kind_created ON resources (kind, created_time DESC, id DESC)`,
+			`CREATE INDEX resources_parent ON resources (parent_id) WHERE parent_id IS NOT NULL`,
+			// Serves status.conditions.<Type>='True' searches (containment).
+			`CREATE INDEX resources_conditions ON resources USING GIN (conditions jsonb_path_ops)`,
+			`CREATE TABLE adapter_statuses (
+				resource_id         TEXT NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
+				adapter             TEXT NOT NULL,
+				observed_generation BIGINT NOT NULL,
+				observed_time       TIMESTAMPTZ NOT NULL,
+				conditions          JSONB NOT NULL,
+				metadata            JSONB,
+				data                JSONB,
+				created_time        TIMESTAMPTZ NOT NULL,
+				last_report_time    TIMESTAMPTZ NOT NULL,
+				PRIMARY KEY (resource_id, adapter)
+			)`,
+			`CREATE TABLE outbox (
+				id           BIGSERIAL PRIMARY KEY,
+				kind         TEXT NOT NULL,
+				resource_id  TEXT NOT NULL,
+				parent_id    TEXT NOT NULL DEFAULT '',
+				generation   BIGINT NOT NULL,
+				reason       TEXT NOT NULL,
+				created_time TIMESTAMPTZ NOT NULL
+			)`,
+			`CREATE TABLE settings (
+				key   TEXT PRIMARY KEY,
+				value TEXT NOT NULL
+			)`,
+		},
+		sqlite: []string{
+			`CREATE TABLE resources (
+				id           TEXT PRIMARY KEY,
+				kind         TEXT NOT NULL,
+				parent_id    TEXT REFERENCES resources(id) ON DELETE CASCADE,
+				name         TEXT NOT NULL,
+				generation   INTEGER NOT NULL,
+				spec         TEXT NOT NULL,
+				labels       TEXT NOT NULL DEFAULT '{}',
+				conditions   TEXT NOT NULL DEFAULT '[]',
+				created_time DATETIME NOT NULL,
+				updated_time DATETIME NOT NULL,
+				deleted_time DATETIME,
+				created_by   TEXT NOT NULL,
+				updated_by   TEXT NOT NULL,
+				deleted_by   TEXT NOT NULL DEFAULT ''
+			)`,
+			`CREATE UNIQUE INDEX resources_name_key ON resources (kind, COALESCE(parent_id, ''), name)`,
+			`CREATE INDEX resources_kind_created ON resources (kind, created_time DESC, id DESC)`,
+			`CREATE INDEX resources_parent ON resources (parent_id) WHERE parent_id IS NOT NULL`,
+			`CREATE TABLE adapter_statuses (
+				resource_id         TEXT NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
+				adapter             TEXT NOT NULL,
+				observed_generation INTEGER NOT NULL,
+				observed_time       DATETIME NOT NULL,
+				conditions          TEXT NOT NULL,
+				metadata            TEXT,
+				data                TEXT,
+				created_time        DATETIME NOT NULL,
+				last_report_time    DATETIME NOT NULL,
+				PRIMARY KEY (resource_id, adapter)
+			)`,
+			`CREATE TABLE outbox (
+				id           INTEGER PRIMARY KEY AUTOINCREMENT,
+				kind         TEXT NOT NULL,
+				resource_id  TEXT NOT NULL,
+				parent_id    TEXT NOT NULL DEFAULT '',
+				generation   INTEGER NOT NULL,
+				reason       TEXT NOT NULL,
+				created_time DATETIME NOT NULL
+			)`,
+			`CREATE TABLE settings (
+				key   TEXT PRIMARY KEY,
+				value TEXT NOT NULL
+			)`,
+		},
+	},
+}
+
+// SchemaVersion is the newest schema this binary knows.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+// migrationLockID serialises migrations of API replicas starting together
+// on PostgreSQL (an arbitrary constant: "hyperfleet" in ASCII, truncated).
+const migrationLockID = 0x6879706572666c65
+
+func (s *gormStore) Migrate(ctx context.Context) error {
+	db := s.db.WithContext(ctx)
+	if s.backend == BackendPostgres {
+		// A session-level advisory lock must be taken and released on the
+		// same connection.
+		conn, err := s.sqlDB.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: acquire connection: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLockID)); err != nil {
+			return fmt.Errorf("migrate: take advisory lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLockID)) //nolint:errcheck
+	}
+	if err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	)`).Error; err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	var applied []int
+	if err := db.Raw("SELECT version FROM schema_migrations ORDER BY version").Scan(&applied).Error; err != nil {
+		return fmt.Errorf("migrate: read schema_migrations: %w", err)
+	}
+	done := map[int]bool{}
+	for _, v := range applied {
+		done[v] = true
+		if v > SchemaVersion() {
+			return fmt.Errorf("migrate: the database is at schema version %d but this binary only knows up to %d; run a newer hyperfleet", v, SchemaVersion())
+		}
+	}
+	for _, m := range migrations {
+		if done[m.version] {
+			continue
+		}
+		stmts := m.postgres
+		if s.backend == BackendSQLite {
+			stmts = m.sqlite
+		}
+		err := db.Transaction(func(tx *gorm.DB) error {
+			for _, stmt := range stmts {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return err
+				}
+			}
+			return tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				m.version, m.name, time.Now().UTC().Format(time.RFC3339)).Error
+		})
+		if err != nil {
+			return fmt.Errorf("migrate: apply version %d (%s): %w", m.version, m.name, err)
+		}
+		s.log.Info().Int("version", m.version).Str("migration", m.name).Msg("applied schema migration")
+	}
+	return nil
+}

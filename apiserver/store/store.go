@@ -1,0 +1,113 @@
+// Package store persists clusters, node pools, adapter statuses and the
+// reconcile outbox with gorm, on PostgreSQL (production) or SQLite (the
+// embedded default). Both backends implement the same Store interface and
+// pass the same test suite; the few dialect differences (row locks, JSON
+// operators, error codes) are contained here and in package search.
+//
+// The store knows nothing about the contract's rules: package lifecycle runs
+// them inside the transactions this package provides.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// Errors callers can test for with errors.Is.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrNameConflict = errors.New("name already in use")
+)
+
+// Store is the persistence interface of the API.
+type Store interface {
+	// Dialect tells the search translator which SQL to emit.
+	Dialect() search.Dialect
+	// Backend is "postgres" or "sqlite".
+	Backend() string
+	Ping(ctx context.Context) error
+	// SQLDB exposes the pool for metrics.
+	SQLDB() *sql.DB
+	Close() error
+
+	// Migrate applies pending schema migrations.
+	Migrate(ctx context.Context) error
+
+	GetResource(ctx context.Context, kind, id string) (*resource.Resource, error)
+	ListResources(ctx context.Context, q ListQuery) ([]resource.Resource, int64, error)
+	ListStatuses(ctx context.Context, resourceID string, offset, limit int) ([]resource.AdapterStatus, int64, error)
+	// LiveResources pages through every stored resource of a kind by id,
+	// for start-up passes (re-aggregation, workflow hand-off).
+	LiveResources(ctx context.Context, kind, afterID string, limit int) ([]resource.Resource, error)
+
+	// InTx runs fn in one transaction; fn's error rolls it back.
+	InTx(ctx context.Context, fn func(Tx) error) error
+
+	// PendingOutbox returns the oldest undelivered reconcile requests.
+	PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, error)
+	// AckOutbox removes delivered entries.
+	AckOutbox(ctx context.Context, ids ...int64) error
+
+	GetSetting(ctx context.Context, key string) (string, bool, error)
+	PutSetting(ctx context.Context, key, value string) error
+}
+
+// Tx is what a transaction may do. Every method that changes a resource
+// expects the caller to hold its row lock (LockResource) first; locks are
+// taken parent before child so concurrent requests cannot deadlock.
+type Tx interface {
+	// LockResource reads a resource and locks its row until the end of the
+	// transaction (SELECT ... FOR UPDATE on PostgreSQL; SQLite transactions
+	// are IMMEDIATE and so already exclusive).
+	LockResource(ctx context.Context, kind, id string) (*resource.Resource, error)
+	// CreateResource inserts a resource; ErrNameConflict when the name is
+	// taken among its siblings.
+	CreateResource(ctx context.Context, r *resource.Resource) error
+	// UpdateResource writes every mutable field of a resource.
+	UpdateResource(ctx context.Context, r *resource.Resource) error
+	// Children lists (and locks) the node pools of a cluster.
+	Children(ctx context.Context, parentID string) ([]resource.Resource, error)
+	CountChildren(ctx context.Context, parentID string) (int, error)
+	Statuses(ctx context.Context, resourceID string) ([]resource.AdapterStatus, error)
+	PutStatus(ctx context.Context, resourceID string, st resource.AdapterStatus) error
+	// RemoveResource deletes a resource with its children and all their
+	// statuses.
+	RemoveResource(ctx context.Context, id string) error
+	AppendOutbox(ctx context.Context, e OutboxEntry) error
+}
+
+// ListQuery selects a page of resources.
+type ListQuery struct {
+	Kind     string
+	ParentID string // only children of this resource, when set
+	Where    search.Where
+	Order    []search.OrderTerm
+	Offset   int
+	Limit    int
+}
+
+// Outbox reasons: why a reconcile was requested.
+const (
+	OutboxCreated  = "created"
+	OutboxUpdated  = "updated"
+	OutboxDeleting = "deleting"
+	OutboxRemoved  = "removed"
+)
+
+// OutboxEntry asks for a reconcile of one resource at one generation. It is
+// written in the same transaction as the change, so a crash between commit
+// and hand-off cannot lose it.
+type OutboxEntry struct {
+	ID          int64
+	Kind        string
+	ResourceID  string
+	ParentID    string
+	Generation  int64
+	Reason      string
+	CreatedTime time.Time
+}

@@ -1,0 +1,387 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// backends opens a migrated store per backend; the suite runs on each.
+func backends(t *testing.T) map[string]store.Store {
+	t.Helper()
+	out := map[string]store.Store{}
+	for _, cfg := range []store.Config{
+		{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t)},
+		{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db")},
+	} {
+		cfg.Logger = zerolog.Nop()
+		s, err := store.Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("open %s: %v", cfg.Driver, err)
+		}
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatalf("migrate %s: %v", cfg.Driver, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out[cfg.Driver] = s
+	}
+	return out
+}
+
+func eachBackend(t *testing.T, fn func(t *testing.T, s store.Store)) {
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) { fn(t, s) })
+	}
+}
+
+var now = time.Date(2025, 3, 4, 5, 6, 7, 891234000, time.UTC)
+
+func cluster(id, name string) *resource.Resource {
+	return &resource.Resource{
+		Kind: resource.KindCluster, ID: id, Name: name, Generation: 1,
+		Spec:        json.RawMessage(`{"platform":{"type":"gcp"},"replicas":3}`),
+		Labels:      map[string]string{"env": "dev"},
+		Status:      resource.Status{Conditions: []resource.Condition{{Type: "Ready", Status: "False", CreatedTime: now, LastUpdatedTime: now, LastTransitionTime: now}}},
+		CreatedTime: now, UpdatedTime: now, CreatedBy: "a@example.com", UpdatedBy: "a@example.com",
+	}
+}
+
+func nodePool(id, parent, name string) *resource.Resource {
+	r := cluster(id, name)
+	r.Kind = resource.KindNodePool
+	r.OwnerReferences = &resource.OwnerReference{Kind: resource.KindCluster, ID: parent}
+	return r
+}
+
+func create(t *testing.T, s store.Store, rs ...*resource.Resource) {
+	t.Helper()
+	err := s.InTx(context.Background(), func(tx store.Tx) error {
+		for _, r := range rs {
+			if err := tx.CreateResource(context.Background(), r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+}
+
+func TestResourceRoundTrip(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		create(t, s, cluster("c1", "alpha"), nodePool("n1", "c1", "pool"))
+		got, err := s.GetResource(ctx, resource.KindCluster, "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "alpha" || got.Generation != 1 || got.Labels["env"] != "dev" || got.Href != "/api/hyperfleet/v1/clusters/c1" {
+			t.Errorf("round trip: %+v", got)
+		}
+		if !got.CreatedTime.Equal(now.Truncate(time.Microsecond)) || got.CreatedTime.Location() != time.UTC {
+			t.Errorf("created_time = %v, want %v in UTC", got.CreatedTime, now)
+		}
+		var spec map[string]any
+		if err := json.Unmarshal(got.Spec, &spec); err != nil || spec["replicas"] != float64(3) {
+			t.Errorf("spec = %s", got.Spec)
+		}
+		if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != "Ready" {
+			t.Errorf("conditions = %+v", got.Status.Conditions)
+		}
+		np, err := s.GetResource(ctx, resource.KindNodePool, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if np.OwnerReferences == nil || np.OwnerReferences.ID != "c1" || np.Href != "/api/hyperfleet/v1/clusters/c1/nodepools/n1" {
+			t.Errorf("node pool owner/href = %+v %s", np.OwnerReferences, np.Href)
+		}
+		if _, err := s.GetResource(ctx, resource.KindNodePool, "c1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("get with the wrong kind: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestNameUniqueAmongSiblings(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		create(t, s, cluster("c1", "alpha"), cluster("c2", "beta"), nodePool("n1", "c1", "pool"))
+		err := s.InTx(ctx, func(tx store.Tx) error { return tx.CreateResource(ctx, cluster("c3", "alpha")) })
+		if !errors.Is(err, store.ErrNameConflict) {
+			t.Errorf("duplicate cluster name: %v, want ErrNameConflict", err)
+		}
+		// The same node pool name under another cluster is fine.
+		create(t, s, nodePool("n2", "c2", "pool"))
+		err = s.InTx(ctx, func(tx store.Tx) error { return tx.CreateResource(ctx, nodePool("n3", "c1", "pool")) })
+		if !errors.Is(err, store.ErrNameConflict) {
+			t.Errorf("duplicate node pool name: %v", err)
+		}
+		// Removal frees the name.
+		if err := s.InTx(ctx, func(tx store.Tx) error { return tx.RemoveResource(ctx, "c1") }); err != nil {
+			t.Fatal(err)
+		}
+		create(t, s, cluster("c4", "alpha"))
+	})
+}
+
+func TestRemoveCascades(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		create(t, s, cluster("c1", "alpha"), nodePool("n1", "c1", "pool"))
+		st := resource.AdapterStatus{Adapter: "a", ObservedGeneration: 1, ObservedTime: now, CreatedTime: now, LastReportTime: now,
+			Conditions: []resource.AdapterCondition{{Type: "Available", Status: "True", LastTransitionTime: now}}}
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			if err := tx.PutStatus(ctx, "c1", st); err != nil {
+				return err
+			}
+			return tx.PutStatus(ctx, "n1", st)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.InTx(ctx, func(tx store.Tx) error { return tx.RemoveResource(ctx, "c1") }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetResource(ctx, resource.KindNodePool, "n1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("node pool survived its cluster: %v", err)
+		}
+		for _, id := range []string{"c1", "n1"} {
+			if sts, total, err := s.ListStatuses(ctx, id, 0, 10); err != nil || total != 0 || len(sts) != 0 {
+				t.Errorf("statuses of %s survived: %v %d %v", id, sts, total, err)
+			}
+		}
+	})
+}
+
+func TestStatusUpsert(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		create(t, s, cluster("c1", "alpha"))
+		put := func(adapter string, gen int64) {
+			st := resource.AdapterStatus{Adapter: adapter, ObservedGeneration: gen, ObservedTime: now, CreatedTime: now, LastReportTime: now.Add(time.Duration(gen) * time.Second),
+				Conditions: []resource.AdapterCondition{{Type: "Available", Status: "True", LastTransitionTime: now}},
+				Data:       json.RawMessage(`{"k":"v"}`)}
+			if err := s.InTx(ctx, func(tx store.Tx) error { return tx.PutStatus(ctx, "c1", st) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put("b", 1)
+		put("a", 1)
+		put("a", 2)
+		sts, total, err := s.ListStatuses(ctx, "c1", 0, 10)
+		if err != nil || total != 2 || len(sts) != 2 {
+			t.Fatalf("statuses = %+v, %d, %v", sts, total, err)
+		}
+		if sts[0].Adapter != "a" || sts[0].ObservedGeneration != 2 || string(sts[0].Data) == "" {
+			t.Errorf("first status = %+v", sts[0])
+		}
+		if !sts[0].LastReportTime.Equal(now.Add(2 * time.Second).Truncate(time.Microsecond)) {
+			t.Errorf("last_report_time = %v", sts[0].LastReportTime)
+		}
+		page, _, _ := s.ListStatuses(ctx, "c1", 1, 1)
+		if len(page) != 1 || page[0].Adapter != "b" {
+			t.Errorf("second page = %+v", page)
+		}
+	})
+}
+
+func TestListSearchOrderPage(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		for i, name := range []string{"alpha", "bravo", "charlie", "delta"} {
+			c := cluster(string(rune('a'+i)), name)
+			c.CreatedTime = now.Add(time.Duration(i) * time.Minute)
+			c.Generation = int64(i + 1)
+			if i%2 == 0 {
+				c.Labels["tier"] = "gold"
+				c.Status.Conditions[0].Status = "True"
+				c.Spec = json.RawMessage(`{"replicas":5,"platform":{"type":"aws"},"enabled":true}`)
+			}
+			create(t, s, c)
+		}
+		list := func(query string, order []search.OrderTerm, offset, limit int) ([]string, int64) {
+			t.Helper()
+			w, err := search.Translate(query, s.Dialect(), search.Options{Table: "resources"})
+			if err != nil {
+				t.Fatalf("translate %q: %v", query, err)
+			}
+			rs, total, err := s.ListResources(ctx, store.ListQuery{Kind: resource.KindCluster, Where: w, Order: order, Offset: offset, Limit: limit})
+			if err != nil {
+				t.Fatalf("list %q: %v", query, err)
+			}
+			var names []string
+			for _, r := range rs {
+				names = append(names, r.Name)
+			}
+			return names, total
+		}
+		cases := []struct {
+			query string
+			want  string
+		}{
+			{"", "delta charlie bravo alpha"},
+			{"labels.tier='gold'", "charlie alpha"},
+			{"labels.tier!='gold'", "delta bravo"},
+			{"status.conditions.Ready='True'", "charlie alpha"},
+			{"status.conditions.Ready!='True'", "delta bravo"},
+			{"spec.replicas >= 4", "charlie alpha"},
+			{"spec.replicas < 4", "delta bravo"},
+			{"spec.platform.type = 'aws'", "charlie alpha"},
+			{"spec.enabled = true", "charlie alpha"},
+			{"spec.enabled != true", "delta bravo"},
+			{"generation > 2", "delta charlie"},
+			{"name like 'b%'", "bravo"},
+			{"name like 'B%'", ""},
+			{"name in ('alpha', 'delta')", "delta alpha"},
+			{"created_time >= '" + now.Add(2*time.Minute).Format(time.RFC3339Nano) + "'", "delta charlie"},
+			{"created_time < '" + now.Add(time.Minute).Format(time.RFC3339Nano) + "'", "alpha"},
+			{"deleted_time > '2000-01-01'", ""},
+			{"not (name = 'alpha') and labels.tier = 'gold'", "charlie"},
+		}
+		for _, c := range cases {
+			names, total := list(c.query, nil, 0, 10)
+			got := ""
+			for i, n := range names {
+				if i > 0 {
+					got += " "
+				}
+				got += n
+			}
+			if got != c.want || total != int64(len(names)) {
+				t.Errorf("search %q = %q (total %d), want %q", c.query, got, total, c.want)
+			}
+		}
+		names, total := list("", []search.OrderTerm{{Column: "name"}}, 1, 2)
+		if total != 4 || len(names) != 2 || names[0] != "bravo" || names[1] != "charlie" {
+			t.Errorf("page 2 of 2 by name = %v (total %d)", names, total)
+		}
+		if names, total := list("", nil, 10, 2); len(names) != 0 || total != 4 {
+			t.Errorf("page past the end = %v (total %d)", names, total)
+		}
+	})
+}
+
+func TestOutbox(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			for i := int64(1); i <= 3; i++ {
+				if err := tx.AppendOutbox(ctx, store.OutboxEntry{Kind: "Cluster", ResourceID: "c1", Generation: i, Reason: store.OutboxUpdated, CreatedTime: now}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A rolled-back transaction leaves no entry behind.
+		_ = s.InTx(ctx, func(tx store.Tx) error {
+			_ = tx.AppendOutbox(ctx, store.OutboxEntry{Kind: "Cluster", ResourceID: "c9", Generation: 1, Reason: store.OutboxCreated, CreatedTime: now})
+			return errors.New("roll back")
+		})
+		got, err := s.PendingOutbox(ctx, 10)
+		if err != nil || len(got) != 3 || got[0].Generation != 1 || got[2].Generation != 3 {
+			t.Fatalf("pending = %+v, %v", got, err)
+		}
+		if err := s.AckOutbox(ctx, got[0].ID, got[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = s.PendingOutbox(ctx, 10)
+		if len(got) != 1 || got[0].Generation != 3 || got[0].ResourceID != "c1" || got[0].Reason != store.OutboxUpdated {
+			t.Errorf("after ack = %+v", got)
+		}
+	})
+}
+
+// Row locks serialise read-modify-write: 20 concurrent increments of the
+// generation must all land.
+func TestLockResourceSerialises(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		create(t, s, cluster("c1", "alpha"))
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- s.InTx(ctx, func(tx store.Tx) error {
+					r, err := tx.LockResource(ctx, resource.KindCluster, "c1")
+					if err != nil {
+						return err
+					}
+					r.Generation++
+					return tx.UpdateResource(ctx, r)
+				})
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, _ := s.GetResource(ctx, resource.KindCluster, "c1")
+		if r.Generation != 21 {
+			t.Errorf("generation = %d after 20 concurrent increments, want 21", r.Generation)
+		}
+	})
+}
+
+func TestSettingsAndMigrateTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("second migrate: %v", err)
+		}
+		if _, ok, err := s.GetSetting(ctx, "k"); ok || err != nil {
+			t.Fatalf("missing setting: %v %v", ok, err)
+		}
+		_ = s.PutSetting(ctx, "k", "1")
+		_ = s.PutSetting(ctx, "k", "2")
+		if v, ok, err := s.GetSetting(ctx, "k"); v != "2" || !ok || err != nil {
+			t.Errorf("setting = %q %v %v", v, ok, err)
+		}
+	})
+}
+
+func TestLiveResourcesPages(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		create(t, s, cluster("c1", "a1"), cluster("c2", "a2"), cluster("c3", "a3"), nodePool("n1", "c1", "p1"))
+		first, _ := s.LiveResources(ctx, resource.KindCluster, "", 2)
+		second, _ := s.LiveResources(ctx, resource.KindCluster, first[len(first)-1].ID, 2)
+		if len(first) != 2 || len(second) != 1 || second[0].ID != "c3" {
+			t.Errorf("pages = %v / %v", first, second)
+		}
+	})
+}
+
+func TestOpenErrorsNameTheProblem(t *testing.T) {
+	for _, cfg := range []store.Config{
+		{Driver: "mysql", URL: "x"},
+		{Driver: store.BackendPostgres},
+		{Driver: store.BackendSQLite},
+	} {
+		_, err := store.Open(context.Background(), cfg)
+		if err == nil {
+			t.Errorf("Open(%+v) succeeded", cfg)
+		}
+	}
+}

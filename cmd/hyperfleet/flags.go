@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// EnvPrefix prefixes the environment variable of every flag.
+const EnvPrefix = "HYPERFLEET_"
+
+// envName is the environment variable of a flag: --db-url -> HYPERFLEET_DB_URL.
+func envName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// bindEnv fills every flag not given on the command line from its
+// environment variable, and names the variable in the flag's help.
+func bindEnv(cmd *cobra.Command) error {
+	var errs []string
+	visit := func(f *pflag.Flag) {
+		name := envName(f.Name)
+		if !strings.Contains(f.Usage, name) {
+			f.Usage += " [" + name + "]"
+		}
+		if f.Changed {
+			return
+		}
+		if v, ok := os.LookupEnv(name); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: %v", name, v, err))
+				return
+			}
+			f.Changed = true
+		}
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid environment: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+type logFlags struct {
+	level  string
+	format string
+}
+
+var logOpts logFlags
+
+func addLogFlags(root *cobra.Command) {
+	root.PersistentFlags().StringVar(&logOpts.level, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&logOpts.format, "log-format", "auto", "log format: json, console, or auto (console on a terminal)")
+}
+
+func newLogger(out io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(logOpts.level)
+	if err != nil || logOpts.level == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: use debug, info, warn or error", logOpts.level)
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	w := out
+	switch logOpts.format {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
+	case "auto":
+		if f, ok := out.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			w = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
+		}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: use json, console or auto", logOpts.format)
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// dbFlags configure the store, shared by serve, migrate and dev.
+type dbFlags struct {
+	driver   string
+	url      string
+	stateDir string
+	maxOpen  int
+	slow     time.Duration
+}
+
+func (d *dbFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&d.driver, "db-driver", store.BackendSQLite, "database: sqlite (embedded default) or postgres")
+	fs.StringVar(&d.url, "db-url", "", "PostgreSQL URL (postgres://user:pass@host:5432/db?sslmode=...) or SQLite file path (default <state-dir>/hyperfleet.db)")
+	fs.StringVar(&d.stateDir, "state-dir", ".hyperfleet", "directory for local state (the SQLite database, the embedded Temporal server's files)")
+	fs.IntVar(&d.maxOpen, "db-max-open-conns", 20, "maximum open database connections")
+	fs.DurationVar(&d.slow, "db-slow-query", 500*time.Millisecond, "log statements slower than this")
+}
+
+func (d *dbFlags) config() (store.Config, error) {
+	cfg := store.Config{Driver: d.driver, URL: d.url, MaxOpenConns: d.maxOpen, SlowQuery: d.slow}
+	switch d.driver {
+	case store.BackendSQLite:
+		if cfg.URL == "" {
+			cfg.URL = d.stateDir + "/hyperfleet.db"
+		}
+	case store.BackendPostgres:
+		if cfg.URL == "" {
+			return cfg, fmt.Errorf("--db-driver=postgres needs --db-url (or %s)", envName("db-url"))
+		}
+	default:
+		return cfg, fmt.Errorf("--db-driver %q: use sqlite or postgres", d.driver)
+	}
+	return cfg, nil
+}
+
+// adapterFlags register the adapters that decide readiness.
+type adapterFlags struct {
+	cluster  string
+	nodePool string
+}
+
+func (a *adapterFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&a.cluster, "cluster-adapters", "", `adapters whose reports decide cluster readiness: JSON array ["validation","landing-zone"] or a comma list (required; [] allowed)`)
+	fs.StringVar(&a.nodePool, "nodepool-adapters", "", "adapters whose reports decide node pool readiness (required; [] allowed)")
+}
+
+// registered parses the lists; a list that was never set (flag or
+// environment) is left out so the API refuses to start with a clear message.
+func (a *adapterFlags) registered(fs *pflag.FlagSet) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, item := range []struct{ flag, kind, value string }{
+		{"cluster-adapters", resource.KindCluster, a.cluster},
+		{"nodepool-adapters", resource.KindNodePool, a.nodePool},
+	} {
+		if !fs.Changed(item.flag) {
+			continue
+		}
+		names, err := apiserver.ParseAdapterList(item.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s (--%s) %q: %w", envName(item.flag), item.flag, item.value, err)
+		}
+		out[item.kind] = names
+	}
+	return out, nil
+}

@@ -1,0 +1,40 @@
+// Command hyperfleet is the single binary of HyperFleet on Temporal: the API
+// server, the workers, the all-in-one dev mode and the adapter tools.
+//
+// Every flag can also be set from the environment as HYPERFLEET_<FLAG>
+// (upper case, '-' as '_'); a flag given on the command line wins.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hyperfleet/hyperfleet/internal/version"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "hyperfleet:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "hyperfleet",
+		Short:         "Cluster-lifecycle orchestration: REST API, adapters and Temporal reconciliation",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version.Version + " (built " + version.BuildTime + ")",
+	}
+	addLogFlags(root)
+	root.AddCommand(newServeCommand(), newMigrateCommand())
+	return root
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/auth"
+	"github.com/hyperfleet/hyperfleet/apiserver/request"
+	"github.com/hyperfleet/hyperfleet/internal/version"
+)
+
+// apiFlags configure the HTTP API.
+type apiFlags struct {
+	listen          string
+	bodyLimit       int64
+	requestTimeout  time.Duration
+	shutdownGrace   time.Duration
+	shutdownTimeout time.Duration
+	specSchema      string
+	skipMigrate     bool
+	jwt             auth.Config
+	db              dbFlags
+	adapters        adapterFlags
+}
+
+func (a *apiFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&a.listen, "listen", ":8000", "address of the API")
+	fs.Int64Var(&a.bodyLimit, "body-limit", request.DefaultBodyLimit, "maximum request body size in bytes")
+	fs.DurationVar(&a.requestTimeout, "request-timeout", 30*time.Second, "maximum time to serve one request")
+	fs.DurationVar(&a.shutdownGrace, "shutdown-grace", 0, "on SIGTERM, report not-ready for this long before closing the listener")
+	fs.DurationVar(&a.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests")
+	fs.StringVar(&a.specSchema, "spec-schema", "", "OpenAPI document with ClusterSpec/NodePoolSpec schemas to validate specs against")
+	fs.BoolVar(&a.skipMigrate, "skip-migrate", false, "do not apply schema migrations at start-up (run 'hyperfleet migrate' instead)")
+	fs.BoolVar(&a.jwt.Enabled, "jwt-enabled", false, "require JWT bearer tokens")
+	fs.StringVar(&a.jwt.Issuer, "jwt-issuer", "", "required token issuer (iss)")
+	fs.StringVar(&a.jwt.JWKSURL, "jwt-jwks-url", "", "URL of the JWKS that verifies tokens")
+	fs.StringVar(&a.jwt.JWKSFile, "jwt-jwks-file", "", "file holding the JWKS that verifies tokens")
+	fs.StringVar(&a.jwt.Audience, "jwt-audience", "", "required token audience (aud)")
+	fs.StringVar(&a.jwt.IdentityClaim, "jwt-identity-claim", "email", "claim that names the caller (created_by/updated_by)")
+	a.db.add(fs)
+	a.adapters.add(fs)
+}
+
+func (a *apiFlags) options(cmd *cobra.Command) (apiserver.Options, error) {
+	storeCfg, err := a.db.config()
+	if err != nil {
+		return apiserver.Options{}, err
+	}
+	registered, err := a.adapters.registered(cmd.Flags())
+	if err != nil {
+		return apiserver.Options{}, err
+	}
+	return apiserver.Options{
+		Server: apiserver.Config{
+			Listen: a.listen, BodyLimit: a.bodyLimit, RequestTimeout: a.requestTimeout,
+			ShutdownGrace: a.shutdownGrace, ShutdownTimeout: a.shutdownTimeout,
+			Version: version.Version, BuildTime: version.BuildTime,
+		},
+		Store:       storeCfg,
+		Registered:  registered,
+		Auth:        a.jwt,
+		SpecSchema:  a.specSchema,
+		SkipMigrate: a.skipMigrate,
+	}, nil
+}
+
+func newServeCommand() *cobra.Command {
+	var flags apiFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HyperFleet API",
+		Long: `Run the HyperFleet REST API (Gin) with health on /healthz and /readyz and
+Prometheus metrics on /metrics. Schema migrations run at start-up.
+
+HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return bindEnv(cmd)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(os.Stderr)
+			if err != nil {
+				return err
+			}
+			opts, err := flags.options(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Logger = log
+			ctx := cmd.Context()
+			app, err := apiserver.Build(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer app.Close()
+			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
+				Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
+				Bool("jwt", opts.Auth.Enabled).Msg("starting HyperFleet API")
+			return app.Server.Run(ctx)
+		},
+	}
+	flags.add(cmd)
+	return cmd
+}

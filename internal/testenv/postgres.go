@@ -1,0 +1,222 @@
+// Package testenv starts the real parts tests run against: a throwaway
+// PostgreSQL cluster, (later) a kube-apiserver and a Temporal server. A part
+// that is missing fails the test with a message saying how to get it; nothing
+// is skipped.
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the admin connection
+)
+
+// DatabaseURLEnv points tests at an existing PostgreSQL server instead of a
+// throwaway one; each test still gets a database of its own.
+const DatabaseURLEnv = "HYPERFLEET_TEST_DATABASE_URL"
+
+// PostgresBinEnv names the directory holding initdb and postgres.
+const PostgresBinEnv = "HYPERFLEET_PG_BIN"
+
+var (
+	pgOnce   sync.Once
+	pgServer *postgresServer
+	pgErr    error
+	dbSeq    atomic.Int64
+)
+
+type postgresServer struct {
+	adminURL string // connection string with the database name as %s
+	cmd      *exec.Cmd
+	dir      string
+}
+
+// PostgresDB returns the URL of a fresh, empty database. The server is
+// started on first use (or taken from HYPERFLEET_TEST_DATABASE_URL) and the
+// database is dropped when the test ends.
+func PostgresDB(t testing.TB) string {
+	t.Helper()
+	pgOnce.Do(func() { pgServer, pgErr = startPostgres() })
+	if pgErr != nil {
+		t.Fatalf("PostgreSQL is needed for this test: %v", pgErr)
+	}
+	name := fmt.Sprintf("hf_test_%d_%d", os.Getpid(), dbSeq.Add(1))
+	admin, err := sql.Open("pgx", fmt.Sprintf(pgServer.adminURL, "postgres"))
+	if err != nil {
+		t.Fatalf("connect to test PostgreSQL: %v", err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		admin, err := sql.Open("pgx", fmt.Sprintf(pgServer.adminURL, "postgres"))
+		if err != nil {
+			return
+		}
+		defer admin.Close()
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+	})
+	return fmt.Sprintf(pgServer.adminURL, name)
+}
+
+// Main runs a test package and stops the servers it started.
+func Main(m *testing.M) int {
+	code := m.Run()
+	StopAll()
+	return code
+}
+
+// StopAll stops every server this process started.
+func StopAll() {
+	if pgServer != nil && pgServer.cmd != nil {
+		_ = pgServer.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+		done := make(chan struct{})
+		go func() { _ = pgServer.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = pgServer.cmd.Process.Kill()
+		}
+		_ = os.RemoveAll(pgServer.dir)
+	}
+	stopKube()
+}
+
+func startPostgres() (*postgresServer, error) {
+	if u := os.Getenv(DatabaseURLEnv); u != "" {
+		return &postgresServer{adminURL: withDatabasePlaceholder(u)}, nil
+	}
+	bin, err := postgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "hyperfleet-pg-")
+	if err != nil {
+		return nil, err
+	}
+	cred, err := dropRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb in %s: %v\n%s", data, err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "postgres.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=128MB")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	s := &postgresServer{
+		adminURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%%s?sslmode=disable", port),
+		cmd:      cmd, dir: dir,
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		db, _ := sql.Open("pgx", fmt.Sprintf(s.adminURL, "postgres"))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		db.Close()
+		if err == nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
+			return nil, fmt.Errorf("postgres did not accept connections within 30s: %v\n%s", err, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// withDatabasePlaceholder swaps the database name of a URL for %s.
+func withDatabasePlaceholder(u string) string {
+	u = strings.ReplaceAll(u, "%", "%%")
+	scheme := strings.Index(u, "://")
+	slash := strings.Index(u[scheme+3:], "/")
+	if scheme < 0 || slash < 0 {
+		return u + "/%s"
+	}
+	slash += scheme + 3
+	end := strings.IndexByte(u[slash:], '?')
+	if end < 0 {
+		return u[:slash] + "/%s"
+	}
+	return u[:slash] + "/%s" + u[slash+end:]
+}
+
+func postgresBinDir() (string, error) {
+	if d := os.Getenv(PostgresBinEnv); d != "" {
+		return d, nil
+	}
+	candidates, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Sort(sort.Reverse(sort.StringSlice(candidates)))
+	for _, c := range candidates {
+		if _, err := os.Stat(filepath.Join(c, "initdb")); err == nil {
+			return c, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found: install them " +
+		"(Debian: apt-get install postgresql-15), set " + PostgresBinEnv + " to their directory, " +
+		"or set " + DatabaseURLEnv + " to a server the tests may create databases on")
+}
+
+// dropRoot returns the credentials to run PostgreSQL with: it refuses to run
+// as root, so as root the cluster belongs to the "postgres" user.
+func dropRoot(dir string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs a 'postgres' user to own the test cluster: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

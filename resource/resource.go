@@ -1,0 +1,113 @@
+// Package resource holds the types that cross the HTTP boundary between the
+// HyperFleet API and its clients (adapters, the reconciler, users): resources,
+// their aggregated conditions, adapter status reports and the reconcile event.
+// Both sides import it; it has no dependencies beyond the standard library.
+package resource
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kinds of resources the API manages.
+const (
+	KindCluster  = "Cluster"
+	KindNodePool = "NodePool"
+)
+
+// BasePath is the prefix of every versioned API route.
+const BasePath = "/api/hyperfleet/v1"
+
+// Condition status values. Adapter reports may use all three; aggregated
+// resource conditions are only ever True or False.
+const (
+	StatusTrue    = "True"
+	StatusFalse   = "False"
+	StatusUnknown = "Unknown"
+)
+
+// Condition types with a meaning fixed by the contract.
+const (
+	ConditionReady               = "Ready"
+	ConditionReconciled          = "Reconciled"
+	ConditionAvailable           = "Available"
+	ConditionLastKnownReconciled = "LastKnownReconciled"
+	ConditionApplied             = "Applied"
+	ConditionHealth              = "Health"
+	ConditionFinalized           = "Finalized"
+)
+
+// Condition is an aggregated, API-managed condition of a Cluster or NodePool.
+type Condition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"`
+	Reason             string    `json:"reason,omitempty"`
+	Message            string    `json:"message,omitempty"`
+	ObservedGeneration int64     `json:"observed_generation"`
+	CreatedTime        time.Time `json:"created_time"`
+	LastUpdatedTime    time.Time `json:"last_updated_time"`
+	LastTransitionTime time.Time `json:"last_transition_time"`
+}
+
+// OwnerReference points a NodePool at its Cluster.
+type OwnerReference struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Href string `json:"href"`
+}
+
+// Status is the observed state of a resource, computed by the API.
+type Status struct {
+	Conditions []Condition `json:"conditions"`
+}
+
+// Resource is a Cluster or a NodePool as the API returns it.
+type Resource struct {
+	Kind            string            `json:"kind"`
+	ID              string            `json:"id"`
+	Href            string            `json:"href"`
+	Name            string            `json:"name"`
+	OwnerReferences *OwnerReference   `json:"owner_references,omitempty"`
+	Generation      int64             `json:"generation"`
+	Spec            json.RawMessage   `json:"spec"`
+	Labels          map[string]string `json:"labels"`
+	CreatedTime     time.Time         `json:"created_time"`
+	UpdatedTime     time.Time         `json:"updated_time"`
+	CreatedBy       string            `json:"created_by"`
+	UpdatedBy       string            `json:"updated_by"`
+	DeletedTime     *time.Time        `json:"deleted_time,omitempty"`
+	DeletedBy       string            `json:"deleted_by,omitempty"`
+	Status          Status            `json:"status"`
+}
+
+// Condition returns the condition of the given type, if present.
+func (r *Resource) Condition(conditionType string) (Condition, bool) {
+	return FindCondition(r.Status.Conditions, conditionType)
+}
+
+// FindCondition returns the condition of the given type, if present.
+func FindCondition(conditions []Condition, conditionType string) (Condition, bool) {
+	for _, c := range conditions {
+		if c.Type == conditionType {
+			return c, true
+		}
+	}
+	return Condition{}, false
+}
+
+// List is the envelope of every paginated list response.
+type List[T any] struct {
+	Kind  string `json:"kind"`
+	Page  int    `json:"page"`
+	Size  int    `json:"size"`
+	Total int64  `json:"total"`
+	Items []T    `json:"items"`
+}
+
+// ClusterHref and NodePoolHref build the canonical hrefs of the contract.
+func ClusterHref(id string) string { return BasePath + "/clusters/" + id }
+
+// NodePoolHref is the href of a node pool under its cluster.
+func NodePoolHref(clusterID, id string) string {
+	return BasePath + "/clusters/" + clusterID + "/nodepools/" + id
+}

@@ -1,0 +1,191 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// hyperfleetBinary builds cmd/hyperfleet once per test run.
+func hyperfleetBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hyperfleet-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "hyperfleet")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/hyperfleet/hyperfleet/cmd/hyperfleet")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type process struct {
+	cmd *exec.Cmd
+	out *bytes.Buffer
+	mu  *sync.Mutex
+}
+
+func (p process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func start(t *testing.T, env []string, args ...string) process {
+	t.Helper()
+	cmd := exec.Command(hyperfleetBinary(t), args...)
+	cmd.Env = append(cleanEnv(), env...)
+	p := process{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cmd.Stdout, cmd.Stderr = lockedWriter{p.mu, p.out}, lockedWriter{p.mu, p.out}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	return p
+}
+
+// cleanEnv drops HYPERFLEET_* settings of the developer's shell.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HYPERFLEET_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func waitReady(t *testing.T, p process, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("hyperfleet serve not ready on %s:\n%s", addr, p.output())
+}
+
+// The real binary: configuration from the environment, refusal to start
+// without registered adapters, serving on SQLite and on PostgreSQL, and a
+// graceful exit on SIGTERM.
+func TestServeBinary(t *testing.T) {
+	state := t.TempDir()
+	t.Run("refuses to start without registered adapters", func(t *testing.T) {
+		cmd := exec.Command(hyperfleetBinary(t), "serve", "--state-dir", state, "--listen", freeAddr(t))
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "HYPERFLEET_CLUSTER_ADAPTERS is not set") {
+			t.Errorf("exit %v, output:\n%s", err, out)
+		}
+	})
+	t.Run("bad environment names the variable", func(t *testing.T) {
+		cmd := exec.Command(hyperfleetBinary(t), "serve", "--state-dir", state)
+		cmd.Env = append(cleanEnv(), "HYPERFLEET_CLUSTER_ADAPTERS=[", "HYPERFLEET_NODEPOOL_ADAPTERS=[]")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "HYPERFLEET_CLUSTER_ADAPTERS") {
+			t.Errorf("exit %v, output:\n%s", err, out)
+		}
+		cmd = exec.Command(hyperfleetBinary(t), "serve", "--state-dir", state)
+		cmd.Env = append(cleanEnv(), "HYPERFLEET_CLUSTER_ADAPTERS=a", "HYPERFLEET_NODEPOOL_ADAPTERS=[]", "HYPERFLEET_BODY_LIMIT=lots")
+		out, err = cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "HYPERFLEET_BODY_LIMIT") {
+			t.Errorf("exit %v, output:\n%s", err, out)
+		}
+	})
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run("serves on "+backend, func(t *testing.T) {
+			addr := freeAddr(t)
+			env := []string{
+				"HYPERFLEET_LISTEN=" + addr, "HYPERFLEET_STATE_DIR=" + state,
+				`HYPERFLEET_CLUSTER_ADAPTERS=["validation","landing-zone"]`, "HYPERFLEET_NODEPOOL_ADAPTERS=np-configmap",
+				"HYPERFLEET_LOG_FORMAT=json", "HYPERFLEET_DB_DRIVER=" + backend,
+			}
+			if backend == "postgres" {
+				url := testenv.PostgresDB(t)
+				migrate := exec.Command(hyperfleetBinary(t), "migrate", "--db-driver", "postgres", "--db-url", url)
+				migrate.Env = cleanEnv()
+				if out, err := migrate.CombinedOutput(); err != nil || !strings.Contains(string(out), "database is up to date") {
+					t.Fatalf("migrate: %v\n%s", err, out)
+				}
+				env = append(env, "HYPERFLEET_DB_URL="+url, "HYPERFLEET_SKIP_MIGRATE=true")
+			}
+			p := start(t, env, "serve")
+			waitReady(t, p, addr)
+			resp, err := http.Post("http://"+addr+base+"/clusters", "application/json",
+				strings.NewReader(`{"kind":"Cluster","name":"from-binary-`+backend+`","spec":{}}`))
+			if err != nil || resp.StatusCode != 201 {
+				t.Fatalf("create: %v %v\n%s", resp, err, p.output())
+			}
+			resp.Body.Close()
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- p.cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("exit after SIGTERM: %v\n%s", err, p.output())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no exit after SIGTERM:\n%s", p.output())
+			}
+			out := p.output()
+			for _, want := range []string{`"message":"starting HyperFleet API"`, `"message":"API stopped"`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("log lacks %s:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
