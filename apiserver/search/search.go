@@ -7,6 +7,7 @@
 package search
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -443,6 +444,16 @@ func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (stri
 	case labelField:
 		if lit.isNum || lit.isBool || lit.isTime {
 			return "", errorf("label values are text; quote the value, e.g. %s = '%s'", f.name, lit.text)
+		}
+		if t.dialect == Postgres && (op == tsl.OpEQ || op == tsl.OpNE) {
+			// Containment uses the GIN index on labels; NOT containment also
+			// matches resources without the label, like != elsewhere.
+			doc, _ := json.Marshal(map[string]string{f.key: lit.text})
+			contains := t.opts.Table + ".labels @> " + t.bind(string(doc)) + "::jsonb"
+			if op == tsl.OpNE {
+				return "(NOT " + contains + ")", nil
+			}
+			return contains, nil
 		}
 		return t.sqlCompare(t.labelExpr(f.key), op, t.bind(lit.text)), nil
 	case specField:

@@ -25,9 +25,10 @@ func TestTranslatePostgres(t *testing.T) {
 		{"name in ['a']", "(resources.name = ?)", []any{"a"}},
 		{"name in ('in (x)', 'b')", "(resources.name = ? OR resources.name = ?)", []any{"in (x)", "b"}},
 		{"name not in ('a')", "(NOT (resources.name = ?))", []any{"a"}},
-		{"labels.environment='production'", "(resources.labels ->> ?) = ?", []any{"environment", "production"}},
-		{"labels['cost-center'] = 'eng'", "(resources.labels ->> ?) = ?", []any{"cost-center", "eng"}},
-		{"labels.hyperfleet.io/cluster = 'x'", "(resources.labels ->> ?) = ?", []any{"hyperfleet.io/cluster", "x"}},
+		{"labels.environment='production'", "resources.labels @> ?::jsonb", []any{`{"environment":"production"}`}},
+		{"labels['cost-center'] != 'eng'", "(NOT resources.labels @> ?::jsonb)", []any{`{"cost-center":"eng"}`}},
+		{"labels.hyperfleet.io/cluster in ('x')", "(resources.labels @> ?::jsonb)", []any{`{"hyperfleet.io/cluster":"x"}`}},
+		{"labels.env like 'x%'", "(resources.labels ->> ?) LIKE ?", []any{"env", "x%"}},
 		{"status.conditions.Ready='True'", "resources.conditions @> ?::jsonb", []any{`[{"type":"Ready","status":"True"}]`}},
 		{"status.conditions.Available != 'True'", "(NOT resources.conditions @> ?::jsonb)", []any{`[{"type":"Available","status":"True"}]`}},
 		{"spec.platform.type = 'gcp'", "(resources.spec #>> ?::text[]) = ?", []any{"{platform,type}", "gcp"}},
@@ -37,7 +38,7 @@ func TestTranslatePostgres(t *testing.T) {
 		{"spec.subnets[0].name = 'a'", "(resources.spec #>> ?::text[]) = ?", []any{"{subnets,0,name}", "a"}},
 		{"created_time > '2025-01-01T00:00:00Z'", "resources.created_time > ?", []any{time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}},
 		{"deleted_time > '2025-01-01'", "resources.deleted_time > ?", []any{time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}},
-		{"(name='a' or name='b') and labels.env='dev'", "((resources.name = ? OR resources.name = ?) AND (resources.labels ->> ?) = ?)", []any{"a", "b", "env", "dev"}},
+		{"(name='a' or name='b') and labels.env>'dev'", "((resources.name = ? OR resources.name = ?) AND (resources.labels ->> ?) > ?)", []any{"a", "b", "env", "dev"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {

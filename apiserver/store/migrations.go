@@ -42,8 +42,10 @@ var migrations = []migration{
 			`CREATE UNIQUE INDEX resources_name_key ON resources (kind, COALESCE(parent_id, ''), name)`,
 			`CREATE INDEX resources_kind_created ON resources (kind, created_time DESC, id DESC)`,
 			`CREATE INDEX resources_parent ON resources (parent_id) WHERE parent_id IS NOT NULL`,
-			// Serves status.conditions.<Type>='True' searches (containment).
+			// Serve status.conditions.<Type>='True' and labels.<key>='v'
+			// searches, which the translator writes as containment (@>).
 			`CREATE INDEX resources_conditions ON resources USING GIN (conditions jsonb_path_ops)`,
+			`CREATE INDEX resources_labels ON resources USING GIN (labels jsonb_path_ops)`,
 			`CREATE TABLE adapter_statuses (
 				resource_id         TEXT NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
 				adapter             TEXT NOT NULL,

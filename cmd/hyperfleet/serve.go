@@ -21,6 +21,7 @@ type apiFlags struct {
 	shutdownTimeout time.Duration
 	specSchema      string
 	skipMigrate     bool
+	pprofListen     string
 	jwt             auth.Config
 	db              dbFlags
 	adapters        adapterFlags
@@ -35,6 +36,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.DurationVar(&a.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests")
 	fs.StringVar(&a.specSchema, "spec-schema", "", "OpenAPI document with ClusterSpec/NodePoolSpec schemas to validate specs against")
 	fs.BoolVar(&a.skipMigrate, "skip-migrate", false, "do not apply schema migrations at start-up (run 'hyperfleet migrate' instead)")
+	fs.StringVar(&a.pprofListen, "pprof-listen", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&a.jwt.Enabled, "jwt-enabled", false, "require JWT bearer tokens")
 	fs.StringVar(&a.jwt.Issuer, "jwt-issuer", "", "required token issuer (iss)")
 	fs.StringVar(&a.jwt.JWKSURL, "jwt-jwks-url", "", "URL of the JWKS that verifies tokens")
@@ -97,6 +99,7 @@ HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.`,
 				return err
 			}
 			defer app.Close()
+			startPprof(flags.pprofListen, log)
 			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
 				Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
 				Bool("jwt", opts.Auth.Enabled).Msg("starting HyperFleet API")

@@ -51,28 +51,40 @@ type postgresServer struct {
 // database is dropped when the test ends.
 func PostgresDB(t testing.TB) string {
 	t.Helper()
+	url, drop, err := NewPostgresDatabase()
+	if err != nil {
+		t.Fatalf("PostgreSQL is needed for this test: %v", err)
+	}
+	t.Cleanup(drop)
+	return url
+}
+
+// NewPostgresDatabase creates a fresh database on the shared throwaway
+// server (starting it on first use) and returns its URL and a function that
+// drops it. Benchmarks and tools use it outside of `go test`.
+func NewPostgresDatabase() (string, func(), error) {
 	pgOnce.Do(func() { pgServer, pgErr = startPostgres() })
 	if pgErr != nil {
-		t.Fatalf("PostgreSQL is needed for this test: %v", pgErr)
+		return "", nil, pgErr
 	}
 	name := fmt.Sprintf("hf_test_%d_%d", os.Getpid(), dbSeq.Add(1))
 	admin, err := sql.Open("pgx", fmt.Sprintf(pgServer.adminURL, "postgres"))
 	if err != nil {
-		t.Fatalf("connect to test PostgreSQL: %v", err)
+		return "", nil, fmt.Errorf("connect to test PostgreSQL: %w", err)
 	}
 	defer admin.Close()
 	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("create test database: %v", err)
+		return "", nil, fmt.Errorf("create test database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop := func() {
 		admin, err := sql.Open("pgx", fmt.Sprintf(pgServer.adminURL, "postgres"))
 		if err != nil {
 			return
 		}
 		defer admin.Close()
 		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-	})
-	return fmt.Sprintf(pgServer.adminURL, name)
+	}
+	return fmt.Sprintf(pgServer.adminURL, name), drop, nil
 }
 
 // Main runs a test package and stops the servers it started.

@@ -1,0 +1,58 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Every generation bump (create, spec PATCH, DELETE, and the final removal)
+// leaves one outbox row written in the same transaction; label-only changes
+// and rejected requests leave none.
+func TestOutboxRowsForEveryBump(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.createCluster("outboxed")
+		np := e.createNodePool(c.ID, "pool")
+		e.do("PATCH", c.Href, `{"labels":{"a":"b"}}`).expect(200)
+		e.do("PATCH", c.Href, `{"spec":{"v":2}}`).expect(200)
+		e.do("PATCH", c.Href, `{"spec":{"v":2}}`).expect(200) // no change
+		e.do("PATCH", c.Href, `{"spec":[]}`).problem(400, "HYPERFLEET-VAL-001")
+		e.do("DELETE", c.Href, nil).expect(202)
+		e.do("DELETE", c.Href, nil).expect(202) // idempotent
+		e.report(np, report("np-configmap", 2, "False", "Finalized", "True")).expect(201)
+		e.report(c, report("validation", 3, "False", "Finalized", "True")).expect(201)
+		e.report(c, report("landing-zone", 3, "False", "Finalized", "True")).expect(201)
+
+		entries, err := e.app.Store.PendingOutbox(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, en := range entries {
+			who := "cluster"
+			if en.ResourceID == np.ID {
+				who = "nodepool"
+				if en.ParentID != c.ID {
+					t.Errorf("node pool entry without its parent: %+v", en)
+				}
+			}
+			got = append(got, fmt.Sprintf("%s:%d:%s", who, en.Generation, en.Reason))
+		}
+		want := "cluster:1:created nodepool:1:created cluster:2:updated nodepool:2:deleting cluster:3:deleting nodepool:2:removed cluster:3:removed"
+		if strings.Join(got, " ") != want {
+			t.Errorf("outbox =\n  %s\nwant\n  %s", strings.Join(got, " "), want)
+		}
+		ids := make([]int64, 0, len(entries))
+		for _, en := range entries {
+			ids = append(ids, en.ID)
+		}
+		if err := e.app.Store.AckOutbox(ctx, ids...); err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := e.app.Store.PendingOutbox(ctx, 100); len(left) != 0 {
+			t.Errorf("%d entries left after ack", len(left))
+		}
+	})
+}
