@@ -130,12 +130,12 @@ func TestEval(t *testing.T) {
 func TestCompileErrors(t *testing.T) {
 	e := engine(t)
 	for src, want := range map[string]string{
-		`undefinedVar == 1`:       "undeclared reference to 'undefinedVar'",
-		`generation ==`:           "Syntax error",
-		`nosuchfn(generation)`:    "undeclared reference to 'nosuchfn'",
-		`"a" +`:                   "Syntax error",
-		`conditionStatus(1)`:      "found no matching overload",
-		`resources.?x.orValue(1`:  "Syntax error",
+		`undefinedVar == 1`:      "undeclared reference to 'undefinedVar'",
+		`generation ==`:          "Syntax error",
+		`nosuchfn(generation)`:   "undeclared reference to 'nosuchfn'",
+		`"a" +`:                  "Syntax error",
+		`conditionStatus(1)`:     "found no matching overload",
+		`resources.?x.orValue(1`: "Syntax error",
 	} {
 		_, err := e.Compile(src, []string{"generation", "resources"})
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -348,7 +348,7 @@ type Bundle struct {
 	// path written in the config.
 	Refs map[string]string
 	// RefFiles records where each ref was found locally.
-	RefFiles map[string]string
+	RefFiles   map[string]string
 	adapterDoc *document
 	taskDoc    *document
 }

@@ -58,9 +58,9 @@ func TestRender(t *testing.T) {
 func TestRenderErrors(t *testing.T) {
 	r := New(nil)
 	for tpl, want := range map[string]string{
-		`{{ .missing }}`:         `no variable named "missing"`,
+		`{{ .missing }}`:          `no variable named "missing"`,
 		`{{ .clusterId | nope }}`: `function "nope" not defined`,
-		`{{ .clusterId `:         "unclosed action",
+		`{{ .clusterId `:          "unclosed action",
 		`{{ "x" | date "2006" }}`: "not an RFC 3339 time",
 	} {
 		_, err := r.Render(tpl, map[string]any{"clusterId": "x"})
