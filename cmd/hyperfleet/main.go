@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -22,6 +23,10 @@ func main() {
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "hyperfleet:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -35,6 +40,6 @@ func newRootCommand() *cobra.Command {
 		Version:       version.Version + " (built " + version.BuildTime + ")",
 	}
 	addLogFlags(root)
-	root.AddCommand(newServeCommand(), newMigrateCommand())
+	root.AddCommand(newServeCommand(), newMigrateCommand(), newAdapterCommand())
 	return root
 }

@@ -1,0 +1,121 @@
+package apiclient
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hyperfleet/hyperfleet/adapter/metrics"
+)
+
+func TestResolve(t *testing.T) {
+	c, err := New(Config{BaseURL: "http://api:8000/", Version: "v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"/clusters/abc":                   "http://api:8000/api/hyperfleet/v2/clusters/abc",
+		"clusters/abc/statuses":           "http://api:8000/api/hyperfleet/v2/clusters/abc/statuses",
+		"/api/hyperfleet/v1/clusters/abc": "http://api:8000/api/hyperfleet/v1/clusters/abc",
+		"http://elsewhere:9/x":            "http://elsewhere:9/x",
+		"/clusters?search=name%3D%27a%27": "http://api:8000/api/hyperfleet/v2/clusters?search=name%3D%27a%27",
+	} {
+		got, err := c.Resolve(in)
+		if err != nil || got != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := New(Config{BaseURL: "CHANGE_ME"}); err == nil || !strings.Contains(err.Error(), "not an absolute URL") {
+		t.Errorf("CHANGE_ME base URL: %v", err)
+	}
+	noBase, _ := New(Config{})
+	if _, err := noBase.Resolve("/clusters"); err == nil || !strings.Contains(err.Error(), "base_url is not set") {
+		t.Errorf("no base: %v", err)
+	}
+}
+
+func TestEndpointLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"/clusters/{{ .clusterId }}/statuses":                            "/clusters/{clusterId}/statuses",
+		"/api/hyperfleet/v1/clusters/{{ .clusterId }}":                   "/clusters/{clusterId}",
+		"/clusters/{{ .clusterId }}/nodepools/{{ .nodepoolId | lower }}": "/clusters/{clusterId}/nodepools/{nodepoolId}",
+		"http://invalid-service:8080/api/nonexistent":                    "/api/nonexistent",
+	} {
+		if got := EndpointLabel(in); got != want {
+			t.Errorf("EndpointLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRetriesAndMetrics(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			w.WriteHeader(401)
+			return
+		}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/flaky") && n < 3:
+			w.WriteHeader(503)
+		case strings.HasSuffix(r.URL.Path, "/missing"):
+			w.WriteHeader(404)
+		default:
+			w.Write([]byte(`{"ok":true}`))
+		}
+	}))
+	defer srv.Close()
+	token := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(token, []byte("s3cret\n"), 0o600)
+	reg := prometheus.NewRegistry()
+	c, _ := New(Config{AdapterName: "a", BaseURL: srv.URL, RetryAttempts: 3, BackoffBase: time.Millisecond, TokenPath: token, Metrics: metrics.New(reg)})
+
+	resp, err := c.Do(context.Background(), Request{URL: "/flaky", Endpoint: "/flaky"})
+	if err != nil || resp.StatusCode != 200 || resp.Attempts != 3 || string(resp.Body) != `{"ok":true}` {
+		t.Fatalf("flaky: %+v %v", resp, err)
+	}
+	calls.Store(0)
+	resp, err = c.Do(context.Background(), Request{Method: "get", URL: "/missing"})
+	if err != nil || resp.StatusCode != 404 || resp.Attempts != 1 || calls.Load() != 1 {
+		t.Fatalf("404 must not be retried: %+v %v (calls %d)", resp, err, calls.Load())
+	}
+	got, _ := testutil.GatherAndCount(reg, "hyperfleet_adapter_api_requests_total")
+	if got != 3 { // 503, 200 and 404 series
+		t.Errorf("%d request series, want 3", got)
+	}
+
+	dead, _ := New(Config{BaseURL: "http://127.0.0.1:1", RetryAttempts: 2, BackoffBase: time.Millisecond})
+	if _, err := dead.Do(context.Background(), Request{URL: "/x"}); err == nil || !strings.Contains(err.Error(), "failed after 2 attempt(s)") {
+		t.Errorf("unreachable API: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := dead.Do(ctx, Request{URL: "/x"}); err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	c, _ := New(Config{BackoffBase: 100 * time.Millisecond})
+	for _, tc := range []struct {
+		kind string
+		n    int
+		want time.Duration
+	}{
+		{"exponential", 1, 100 * time.Millisecond}, {"exponential", 3, 400 * time.Millisecond}, {"exponential", 20, 10 * time.Second},
+		{"linear", 3, 300 * time.Millisecond}, {"constant", 5, 100 * time.Millisecond},
+	} {
+		if got := c.delay(tc.kind, tc.n); got != tc.want {
+			t.Errorf("delay(%s, %d) = %v, want %v", tc.kind, tc.n, got, tc.want)
+		}
+	}
+}

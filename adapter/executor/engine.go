@@ -1,0 +1,257 @@
+// Package executor runs an adapter task config: params, preconditions,
+// resources and post, exactly as the adapter authoring guide describes, with
+// the adapter.* context the post expressions read. It has no Temporal
+// dependency: dry-run and tests call it directly, and each phase is a
+// function over a JSON-serialisable State so the reconcile workflow can run
+// the phases as separate activities.
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/adapter/expr"
+	"github.com/hyperfleet/hyperfleet/adapter/metrics"
+	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/adapter/template"
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+)
+
+// Options wire an engine to the outside world.
+type Options struct {
+	// API calls the HyperFleet API.
+	API *apiclient.Client
+	// Transports by client name ("kubernetes", "maestro").
+	Transports map[string]transport.Transport
+	// Now is the clock of now() in CEL and templates (time.Now by default).
+	Now func() time.Time
+	// LookupEnv reads env.* params (os.LookupEnv by default).
+	LookupEnv func(string) (string, bool)
+	// ReadFile reads file params (os.ReadFile by default).
+	ReadFile func(string) ([]byte, error)
+	Logger   zerolog.Logger
+	Metrics  *metrics.Metrics
+	// RecreateTimeout bounds the wait for a deleted object to disappear
+	// before recreating it (default 60s).
+	RecreateTimeout time.Duration
+}
+
+// Engine runs one adapter.
+type Engine struct {
+	name, version string
+	task          *taskconfig.TaskConfig
+	refs          map[string]string
+	opts          Options
+	cel           *expr.Engine
+	tpl           *template.Renderer
+	// declared are the names every expression may read: every param,
+	// capture and precondition response of the config, adapter and
+	// resources. One not set in a run reads as null.
+	declared []string
+}
+
+// New prepares an engine for a validated bundle.
+func New(b *taskconfig.Bundle, opts Options) (*Engine, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	if opts.ReadFile == nil {
+		opts.ReadFile = os.ReadFile
+	}
+	if opts.RecreateTimeout <= 0 {
+		opts.RecreateTimeout = 60 * time.Second
+	}
+	if opts.Transports == nil {
+		opts.Transports = map[string]transport.Transport{}
+	}
+	cel, err := expr.New(opts.Now)
+	if err != nil {
+		return nil, err
+	}
+	name := b.Adapter.Adapter.Name
+	if name == "" {
+		name = strings.TrimSuffix(strings.TrimSuffix(baseName(b.TaskFile), ".yaml"), "-task-config")
+	}
+	return &Engine{
+		name: name, version: b.Adapter.Adapter.Version, task: b.Task, refs: b.Refs,
+		opts: opts, cel: cel, tpl: template.New(opts.Now), declared: declaredNames(b.Task),
+	}, nil
+}
+
+func declaredNames(t *taskconfig.TaskConfig) []string {
+	names := []string{expr.VarAdapter, expr.VarResources}
+	for _, p := range t.Params {
+		names = append(names, p.Name)
+	}
+	for _, pc := range t.Preconditions {
+		if pc.APICall != nil {
+			names = append(names, pc.Name)
+		}
+		for _, c := range pc.Capture {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// Name is the adapter's name.
+func (e *Engine) Name() string { return e.name }
+
+// Task exposes the task config (for tooling).
+func (e *Engine) Task() *taskconfig.TaskConfig { return e.task }
+
+// Result is the outcome of a whole run.
+type Result struct {
+	State *State
+	Post  *PostResult
+}
+
+// Run executes the four phases for one event.
+func (e *Engine) Run(ctx context.Context, event map[string]any) (*Result, error) {
+	st := e.Prepare(ctx, event)
+	e.ApplyResources(ctx, st)
+	post, err := e.Report(ctx, st)
+	return &Result{State: st, Post: post}, err
+}
+
+// Prepare runs params and preconditions: the first activity of a round.
+func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
+	st := NewState(NormalizeEvent(event))
+	log := e.logFor(st)
+	start := time.Now()
+	e.params(ctx, st)
+	e.observe(PhaseParams, st.Trace.Params.Outcome, start)
+	if st.Meta.ExecutionError == nil {
+		start = time.Now()
+		e.preconditions(ctx, st)
+		e.observe(PhasePreconditions, st.Trace.Preconditions.Outcome, start)
+	} else {
+		st.Trace.Preconditions.Outcome = OutcomeSkipped
+		st.Trace.Preconditions.Reason = "params failed"
+	}
+	log.Debug().Str("params", st.Trace.Params.Outcome).Str("preconditions", st.Trace.Preconditions.Outcome).
+		Bool("resources_skipped", st.Meta.ResourcesSkipped).Msg("prepared")
+	return st
+}
+
+// ApplyResources runs the resources phase: the second activity.
+func (e *Engine) ApplyResources(ctx context.Context, st *State) {
+	start := time.Now()
+	e.resources(ctx, st)
+	e.observe(PhaseResources, st.Trace.Resources.Outcome, start)
+}
+
+// Report runs the post phase: the third activity. It always runs.
+func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
+	start := time.Now()
+	res, err := e.post(ctx, st)
+	e.observe(PhasePost, st.Trace.Post.Outcome, start)
+	outcome := "success"
+	switch {
+	case err != nil || st.Meta.ExecutionStatus == StatusFailed:
+		outcome = "failed"
+	case st.Meta.ResourcesSkipped:
+		outcome = "skipped"
+	}
+	e.opts.Metrics.Run(e.name, outcome)
+	ev := e.logFor(st).Info()
+	if outcome == "failed" {
+		ev = e.logFor(st).Warn()
+		if st.Meta.ExecutionError != nil {
+			ev = ev.Str("phase", st.Meta.ExecutionError.Phase).Str("step", st.Meta.ExecutionError.Step).Str("error", st.Meta.ExecutionError.Message)
+		}
+		if err != nil {
+			ev = ev.AnErr("post_error", err)
+		}
+	}
+	ev.Str("outcome", outcome).Str("skip_reason", st.Meta.SkipReason).Msg("adapter run finished")
+	return res, err
+}
+
+func (e *Engine) observe(phase, outcome string, start time.Time) {
+	e.opts.Metrics.Phase(e.name, phase, strings.ToLower(outcome), time.Since(start))
+}
+
+// logFor returns a logger carrying the resource id, generation and adapter.
+func (e *Engine) logFor(st *State) *zerolog.Logger {
+	l := e.opts.Logger.With().Str("adapter", e.name)
+	if id, ok := st.Event["id"].(string); ok {
+		l = l.Str("resource_id", id)
+	}
+	if k, ok := st.Event["kind"].(string); ok {
+		l = l.Str("kind", k)
+	}
+	if g, ok := st.Event["generation"]; ok {
+		l = l.Interface("generation", g)
+	}
+	logger := l.Logger()
+	return &logger
+}
+
+// NormalizeEvent accepts the bare event or a CloudEvent wrapping it in data.
+func NormalizeEvent(event map[string]any) map[string]any {
+	if event == nil {
+		return map[string]any{}
+	}
+	if data, ok := event["data"].(map[string]any); ok {
+		if _, isCloudEvent := event["specversion"]; isCloudEvent {
+			return data
+		}
+	}
+	return event
+}
+
+// templateData is what templates see: every variable and adapter.*.
+func (e *Engine) templateData(st *State, extra map[string]any) map[string]any {
+	vars := make(map[string]any, len(st.Vars)+len(extra)+1)
+	for k, v := range st.Vars {
+		vars[k] = v
+	}
+	vars["adapter"] = st.adapterView(e.name, e.version)
+	data := template.Data(vars)
+	for k, v := range extra {
+		data[k] = v
+	}
+	return data
+}
+
+func (e *Engine) render(text string, data map[string]any) (string, error) {
+	return e.tpl.Render(text, data)
+}
+
+// evalCEL compiles (cached) and evaluates an expression over the state.
+func (e *Engine) evalCEL(ctx context.Context, src string, vars map[string]any) (any, error) {
+	p, err := e.cel.Compile(src, e.declared)
+	if err != nil {
+		return nil, err
+	}
+	return p.Eval(ctx, vars)
+}
+
+func (e *Engine) evalBool(ctx context.Context, src string, vars map[string]any) (bool, error) {
+	v, err := e.evalCEL(ctx, src, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("expression %q must yield true or false, got %v", strings.TrimSpace(src), v)
+	}
+	return b, nil
+}

@@ -1,0 +1,145 @@
+package executor
+
+// Trace is a record of what a run did, phase by phase: the dry-run output
+// (text and JSON), and the detail behind log lines and Temporal results.
+// Its JSON form is a documented, stable schema (docs/adapter-authoring.md).
+type Trace struct {
+	Params        PhaseTrace[ParamStep]        `json:"params"`
+	Preconditions PhaseTrace[PreconditionStep] `json:"preconditions"`
+	Resources     PhaseTrace[ResourceStep]     `json:"resources"`
+	Post          PostTrace                    `json:"post"`
+}
+
+// Phase outcomes.
+const (
+	OutcomeSuccess = "SUCCESS"
+	OutcomeFailed  = "FAILED"
+	OutcomeSkipped = "SKIPPED"
+	OutcomeNotMet  = "NOT_MET"
+)
+
+// PhaseTrace is one phase: its outcome and steps.
+type PhaseTrace[S any] struct {
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	Steps   []S    `json:"steps"`
+}
+
+// ParamStep is one resolved param.
+type ParamStep struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	Value   any    `json:"value"`
+	Call    *Call  `json:"api_call,omitempty"`
+	Warning string `json:"warning,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Call is one HTTP exchange.
+type Call struct {
+	Method       string `json:"method"`
+	URL          string `json:"url"`
+	StatusCode   int    `json:"status_code"`
+	Attempts     int    `json:"attempts"`
+	RequestBody  any    `json:"request_body,omitempty"`
+	ResponseBody any    `json:"response_body,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// Precondition step outcomes.
+const (
+	StepPass    = "PASS"
+	StepFail    = "FAIL"
+	StepErrored = "ERROR"
+)
+
+// PreconditionStep is one precondition.
+type PreconditionStep struct {
+	Name       string          `json:"name"`
+	Outcome    string          `json:"outcome"`
+	Call       *Call           `json:"api_call,omitempty"`
+	Captures   []Captured      `json:"captures,omitempty"`
+	Conditions []ConditionEval `json:"conditions,omitempty"`
+	Expression *ExprEval       `json:"expression,omitempty"`
+	Message    string          `json:"message,omitempty"`
+}
+
+// Captured is one captured variable.
+type Captured struct {
+	Name    string `json:"name"`
+	Value   any    `json:"value"`
+	Warning string `json:"warning,omitempty"`
+}
+
+// ConditionEval is one structured condition and its result.
+type ConditionEval struct {
+	Field    string `json:"field"`
+	Operator string `json:"operator"`
+	Value    any    `json:"value,omitempty"`
+	Actual   any    `json:"actual"`
+	Result   bool   `json:"result"`
+}
+
+// ExprEval is a CEL check and its result.
+type ExprEval struct {
+	Expression string `json:"expression"`
+	Result     any    `json:"result"`
+}
+
+// Resource operations.
+const (
+	OpCreate      = "CREATE"
+	OpUpdate      = "UPDATE"
+	OpSkip        = "SKIP"
+	OpRecreate    = "RECREATE"
+	OpDelete      = "DELETE"
+	OpCreateGated = "CREATE_GATED"
+	OpAbsent      = "ABSENT"
+	OpError       = "ERROR"
+)
+
+// ResourceStep is one resource.
+type ResourceStep struct {
+	Name      string `json:"name"`
+	Operation string `json:"operation"`
+	Transport string `json:"transport"`
+	Target    string `json:"target,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Object    string `json:"object_name,omitempty"`
+	// Manifest is the rendered manifest (verbose dry-run output).
+	Manifest   map[string]any `json:"manifest,omitempty"`
+	Discovered bool           `json:"discovered"`
+	Message    string         `json:"message,omitempty"`
+	Error      string         `json:"error,omitempty"`
+}
+
+// PostTrace is the post phase: payloads, then actions.
+type PostTrace struct {
+	Outcome  string        `json:"outcome"`
+	Payloads []PayloadStep `json:"payloads"`
+	Actions  []ActionStep  `json:"actions"`
+}
+
+// PayloadStep is one payload.
+type PayloadStep struct {
+	Name    string         `json:"name"`
+	Built   bool           `json:"built"`
+	Payload map[string]any `json:"payload,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// Post action outcomes.
+const (
+	ActionExecuted = "EXECUTED"
+	ActionSkipped  = "SKIPPED"
+	ActionFailed   = "FAILED"
+)
+
+// ActionStep is one post action.
+type ActionStep struct {
+	Name    string `json:"name"`
+	Outcome string `json:"outcome"`
+	Call    *Call  `json:"api_call,omitempty"`
+	Message string `json:"message,omitempty"`
+}
