@@ -70,14 +70,14 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	p.reason(tr.Params.Reason, tr.Params.Outcome)
 	p.line("")
 
-	suffix := ""
-	switch tr.Preconditions.Outcome {
+	outcome, suffix := tr.Preconditions.Outcome, ""
+	switch outcome {
 	case executor.OutcomeSuccess:
 		suffix = " (MET)"
 	case executor.OutcomeNotMet:
-		suffix = " (NOT MET)"
+		outcome, suffix = executor.OutcomeSuccess, " (NOT MET)"
 	}
-	p.phase("Phase 2: Preconditions", tr.Preconditions.Outcome, suffix)
+	p.phase("Phase 2: Preconditions", outcome, suffix)
 	for i, s := range tr.Preconditions.Steps {
 		p.step(i, len(tr.Preconditions.Steps), s.Name, s.Outcome)
 		p.call(s.Call, verbose)

@@ -1,4 +1,264 @@
 package testenv
 
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// BinDirEnv overrides where the control-plane binaries are found (default:
+// bin/ at the repository root, built by `make test-tools`).
+const BinDirEnv = "HYPERFLEET_TEST_BIN_DIR"
+
+// Kube is a real control plane on loopback: etcd, kube-apiserver and
+// kube-controller-manager (namespace finalization, garbage collection,
+// service accounts, Jobs). There are no nodes: pods never run.
+type Kube struct {
+	// Kubeconfig is the path of an admin kubeconfig.
+	Kubeconfig string
+	// Config is the admin client configuration.
+	Config *rest.Config
+	dir    string
+	procs  []*exec.Cmd
+}
+
+var (
+	kubeOnce   sync.Once
+	kubeServer *Kube
+	kubeErr    error
+)
+
+// KubeAPI returns the shared control plane, starting it on first use. Tests
+// share it; give every object a unique name (cluster ids are UUIDs).
+func KubeAPI(t testing.TB) *Kube {
+	t.Helper()
+	kubeOnce.Do(func() { kubeServer, kubeErr = startKube() })
+	if kubeErr != nil {
+		t.Fatalf("a kube-apiserver is needed for this test: %v", kubeErr)
+	}
+	return kubeServer
+}
+
 // stopKube stops the control plane started by this process, if any.
-func stopKube() {}
+func stopKube() {
+	if kubeServer == nil {
+		return
+	}
+	for i := len(kubeServer.procs) - 1; i >= 0; i-- {
+		p := kubeServer.procs[i]
+		_ = p.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.Process.Kill()
+		}
+	}
+	_ = os.RemoveAll(kubeServer.dir)
+}
+
+// BinDir finds the directory of the test tools.
+func BinDir() (string, error) {
+	if d := os.Getenv(BinDirEnv); d != "" {
+		return d, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "tools")); err == nil {
+				return filepath.Join(dir, "bin"), nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root not found (no go.mod with tools/ above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+func tool(bin, name string) (string, error) {
+	p := filepath.Join(bin, name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s not found in %s: run `make test-tools` (builds kube-apiserver, kube-controller-manager and etcd from Go modules into bin/, about 15 minutes cold) or set %s", name, bin, BinDirEnv)
+	}
+	return p, nil
+}
+
+func startKube() (*Kube, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := tool(bin, "etcd")
+	if err != nil {
+		return nil, err
+	}
+	apiserver, err := tool(bin, "kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	kcm, err := tool(bin, "kube-controller-manager")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "hyperfleet-kube-")
+	if err != nil {
+		return nil, err
+	}
+	k := &Kube{dir: dir}
+	fail := func(err error) (*Kube, error) {
+		kubeServer = k
+		stopKube()
+		kubeServer = nil
+		return nil, err
+	}
+
+	clientPort, _ := freePort()
+	peerPort, _ := freePort()
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	if err := k.start("etcd", etcd, "--data-dir", filepath.Join(dir, "etcd"), "--name", "test",
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-cluster", fmt.Sprintf("test=http://127.0.0.1:%d", peerPort),
+		"--unsafe-no-fsync", "--log-level", "error"); err != nil {
+		return fail(err)
+	}
+
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fail(err)
+	}
+	saKey := filepath.Join(dir, "sa.key")
+	saPub := filepath.Join(dir, "sa.pub")
+	pub, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err := os.WriteFile(saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
+		return fail(err)
+	}
+	tokenBytes := make([]byte, 16)
+	_, _ = rand.Read(tokenBytes)
+	token := hex.EncodeToString(tokenBytes)
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return fail(err)
+	}
+	port, _ := freePort()
+	if err := k.start("kube-apiserver", apiserver,
+		"--etcd-servers", etcdURL,
+		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
+		"--cert-dir", filepath.Join(dir, "certs"),
+		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
+		"--token-auth-file", tokens, "--authorization-mode", "AlwaysAllow",
+		"--endpoint-reconciler-type", "none", "--enable-priority-and-fairness=false",
+		"--disable-admission-plugins", "ServiceAccount",
+		"--v", "0"); err != nil {
+		return fail(err)
+	}
+	server := fmt.Sprintf("https://127.0.0.1:%d", port)
+	if err := waitHealthy(server+"/readyz", token, 60*time.Second); err != nil {
+		return fail(fmt.Errorf("kube-apiserver: %w (log: %s)", err, filepath.Join(dir, "kube-apiserver.log")))
+	}
+	k.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: %s
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: test
+  context: {cluster: test, user: admin}
+current-context: test
+`, server, token)
+	if err := os.WriteFile(k.Kubeconfig, []byte(kubeconfig), 0o600); err != nil {
+		return fail(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
+	if err != nil {
+		return fail(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	k.Config = cfg
+
+	kcmPort, _ := freePort()
+	if err := k.start("kube-controller-manager", kcm,
+		"--kubeconfig", k.Kubeconfig, "--leader-elect=false",
+		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller,job-controller",
+		"--service-account-private-key-file", saKey, "--use-service-account-credentials=false",
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(kcmPort),
+		"--concurrent-namespace-syncs", "5", "--v", "0"); err != nil {
+		return fail(err)
+	}
+	return k, nil
+}
+
+// start launches a process logging to <dir>/<name>.log; it dies with us.
+func (k *Kube) start(name, path string, args ...string) error {
+	log, err := os.Create(filepath.Join(k.dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	k.procs = append(k.procs, cmd)
+	return nil
+}
+
+func waitHealthy(url, token string, within time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback test server with a self-signed certificate
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("HTTP %d", resp.StatusCode)
+		} else {
+			last = err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %s: %v", within, last)
+}
