@@ -180,7 +180,13 @@ func (p *Program) Eval(ctx context.Context, vars map[string]any) (result any, er
 	}
 	out, _, err := p.prg.ContextEval(ctx, act)
 	if err != nil {
-		return nil, &Error{Expr: p.src, Message: err.Error()}
+		msg := err.Error()
+		if strings.Contains(msg, "interface conversion: *types.Err") {
+			// A library function was handed an error value (cel-go reports
+			// it as an internal error): almost always a missing field.
+			msg = "a function received a value that failed to evaluate (often a missing field: use ?. with orValue())"
+		}
+		return nil, &Error{Expr: p.src, Message: msg}
 	}
 	return ToNative(out)
 }

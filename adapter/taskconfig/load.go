@@ -355,25 +355,38 @@ type Bundle struct {
 
 // Load reads and validates an adapter's configuration. The bundle is
 // returned even with problems (for tooling); use problems.Err() to decide.
+// adapterFile may be empty: the adapter is then named after the task file.
 func Load(adapterFile, taskFile string, opts Options) (*Bundle, Problems) {
-	b := &Bundle{AdapterFile: adapterFile, TaskFile: taskFile, Adapter: &AdapterConfig{}, Task: &TaskConfig{},
-		Refs: map[string]string{}, RefFiles: map[string]string{}}
+	var adapterData []byte
 	var problems Problems
 	if adapterFile != "" {
 		data, err := os.ReadFile(adapterFile)
 		if err != nil {
 			problems = append(problems, Problem{File: adapterFile, Message: "cannot read the adapter config: " + err.Error(), Fix: "check the --config path"})
-		} else {
-			doc, ps := parseStrict(adapterFile, data, b.Adapter)
-			b.adapterDoc = doc
-			problems = append(problems, ps...)
 		}
+		adapterData = data
 	}
-	data, err := os.ReadFile(taskFile)
+	taskData, err := os.ReadFile(taskFile)
 	if err != nil {
+		b := &Bundle{AdapterFile: adapterFile, TaskFile: taskFile, Adapter: &AdapterConfig{}, Task: &TaskConfig{}, Refs: map[string]string{}, RefFiles: map[string]string{}}
 		return b, append(problems, Problem{File: taskFile, Message: "cannot read the task config: " + err.Error(), Fix: "check the --task-config path"})
 	}
-	doc, ps := parseStrict(taskFile, data, b.Task)
+	b, ps := Parse(adapterFile, adapterData, taskFile, taskData, opts)
+	return b, append(problems, ps...)
+}
+
+// Parse is Load on contents already read; the file names are used in
+// messages and to resolve relative refs.
+func Parse(adapterFile string, adapterData []byte, taskFile string, taskData []byte, opts Options) (*Bundle, Problems) {
+	b := &Bundle{AdapterFile: adapterFile, TaskFile: taskFile, Adapter: &AdapterConfig{}, Task: &TaskConfig{},
+		Refs: map[string]string{}, RefFiles: map[string]string{}}
+	var problems Problems
+	if adapterFile != "" && adapterData != nil {
+		doc, ps := parseStrict(adapterFile, adapterData, b.Adapter)
+		b.adapterDoc = doc
+		problems = append(problems, ps...)
+	}
+	doc, ps := parseStrict(taskFile, taskData, b.Task)
 	b.taskDoc = doc
 	problems = append(problems, ps...)
 	if len(problems.Errors()) > 0 {
