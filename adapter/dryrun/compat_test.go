@@ -74,10 +74,12 @@ var apiResponses = filepath.Join(examples, "adapter-dryrun/dryrun-api-responses.
 func TestCompatKubernetesExample(t *testing.T) {
 	b := load(t, "adapter-kubernetes/adapter-config.yaml", "adapter-kubernetes/adapter-task-config.yaml")
 	rep := run(t, b, apiResponses, filepath.Join(examples, "adapter-kubernetes/dryrun-discovery.json"))
-	if rep.Result != "SUCCESS" || ops(rep.State) != "namespace=CREATE helloWorldJob=CREATE" {
+	// The discovery file holds both objects at the rendered generation (77):
+	// the cluster already has them, so the adapter skips both.
+	if rep.Result != "SUCCESS" || ops(rep.State) != "namespace=SKIP helloWorldJob=SKIP" {
 		t.Fatalf("result %s, ops %s", rep.Result, ops(rep.State))
 	}
-	// The discovery override's Job is Complete: the comments' Available=True path.
+	// The discovered Job is Complete: the comments' Available=True path.
 	p := payload(t, rep.State, "clusterStatusPayload")
 	if got := conditions(p); got != "Applied=True Available=True Health=True Finalized=False" {
 		t.Errorf("conditions = %s", got)
@@ -119,6 +121,16 @@ func TestCompatKubernetesDeleteFixture(t *testing.T) {
 	rep := run(t, b, apiResponses, "")
 	if rep.Result != "SUCCESS" || ops(rep.State) != "configmap0=CREATE namespace0=CREATE" {
 		t.Fatalf("not deleting: %s %s", rep.Result, ops(rep.State))
+	}
+	// An object the discovery file does not list does not exist: with one
+	// listed at another generation, it is updated.
+	dir0 := t.TempDir()
+	existing := filepath.Join(dir0, "discovery.json")
+	writeJSON(t, existing, map[string]any{"abc123": map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "abc123", "annotations": map[string]any{"hyperfleet.io/generation": "4"}}}})
+	rep = run(t, b, apiResponses, existing)
+	if ops(rep.State) != "configmap0=CREATE namespace0=UPDATE" {
+		t.Errorf("with an existing namespace: %s", ops(rep.State))
 	}
 
 	dir := t.TempDir()

@@ -149,6 +149,8 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 		switch {
 		case pl.Error != "":
 			p.line("  payload %s: ERROR %s", pl.Name, pl.Error)
+		case !pl.Built && st.Gone:
+			p.line("  payload %s: not built (the resource no longer exists)", pl.Name)
 		case !pl.Built:
 			p.line("  payload %s: not built (when is false)", pl.Name)
 		default:

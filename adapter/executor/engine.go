@@ -54,6 +54,9 @@ type Engine struct {
 	// capture and precondition response of the config, adapter and
 	// resources. One not set in a run reads as null.
 	declared []string
+	// observeFirst is set when a lifecycle expression reads resources.*:
+	// the resources phase then discovers every resource before acting.
+	observeFirst bool
 }
 
 // New prepares an engine for a validated bundle.
@@ -84,7 +87,20 @@ func New(b *taskconfig.Bundle, opts Options) (*Engine, error) {
 	return &Engine{
 		name: name, version: b.Adapter.Adapter.Version, task: b.Task, refs: b.Refs,
 		opts: opts, cel: cel, tpl: template.New(opts.Now), declared: declaredNames(b.Task),
+		observeFirst: lifecycleReadsResources(b.Task),
 	}, nil
+}
+
+func lifecycleReadsResources(t *taskconfig.TaskConfig) bool {
+	for _, r := range t.Resources {
+		if l := r.Lifecycle; l != nil {
+			if l.Delete != nil && l.Delete.When != nil && strings.Contains(l.Delete.When.Expression, "resources") ||
+				l.Create != nil && l.Create.When != nil && strings.Contains(l.Create.When.Expression, "resources") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func declaredNames(t *taskconfig.TaskConfig) []string {

@@ -49,6 +49,12 @@ func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 	for i := range e.task.Post.Payloads {
 		pl := &e.task.Post.Payloads[i]
 		step := PayloadStep{Name: pl.Name}
+		if st.Gone {
+			// Nothing will be reported, and the captures a payload reads
+			// were never taken.
+			tr.Payloads = append(tr.Payloads, step)
+			continue
+		}
 		if pl.When != nil {
 			ok, err := e.evalBool(ctx, pl.When.Expression, celVars)
 			if err != nil {

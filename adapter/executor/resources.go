@@ -29,6 +29,9 @@ func (e *Engine) resources(ctx context.Context, st *State) {
 		return
 	}
 	tr.Outcome = OutcomeSuccess
+	if e.observeFirst {
+		e.observeCluster(ctx, st)
+	}
 	for i := range e.task.Resources {
 		r := &e.task.Resources[i]
 		step, applyErr := e.resource(ctx, st, r)
@@ -47,6 +50,37 @@ func (e *Engine) resources(ctx context.Context, st *State) {
 		}
 		if applyErr {
 			return
+		}
+	}
+}
+
+// observeCluster discovers the current state of every resource before any is
+// touched, so a lifecycle expression such as
+// `is_deleting && !resources.?config.hasValue()` sees the config however
+// the resources are ordered: the namespace can be listed (and created)
+// first and still wait for the config map to be gone before its deletion.
+// A resource that cannot be read yet is left absent; its own step reports
+// the error.
+func (e *Engine) observeCluster(ctx context.Context, st *State) {
+	data := e.templateData(st, nil)
+	for i := range e.task.Resources {
+		r := &e.task.Resources[i]
+		t, ok := e.opts.Transports[r.Client()]
+		if !ok || r.Discovery == nil {
+			continue
+		}
+		manifest, err := e.renderManifest(r, data)
+		if err != nil {
+			continue
+		}
+		target := ""
+		if r.Transport.Maestro != nil {
+			if target, err = e.render(r.Transport.Maestro.TargetCluster, data); err != nil {
+				continue
+			}
+		}
+		if obj, err := e.discover(ctx, t, target, r, manifest, nil, data); err == nil {
+			e.setDiscovered(st, r, obj)
 		}
 	}
 }
@@ -138,7 +172,6 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 func (e *Engine) deleteResource(ctx context.Context, st *State, t transport.Transport, target string, r *taskconfig.Resource,
 	manifest transport.Object, step ResourceStep, data map[string]any) (ResourceStep, bool) {
 	step.Operation = OpDelete
-	ctx = transport.WithIntent(ctx, transport.IntentDelete)
 	existing, err := e.discover(ctx, t, target, r, manifest, nil, data)
 	if err != nil {
 		step.Error = fmt.Sprintf("discovery before delete: %v", err)

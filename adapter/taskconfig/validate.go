@@ -121,7 +121,6 @@ func (v *validator) run() Problems {
 		}
 		v.resource(doc, path, r, sc, celScope)
 	}
-	v.resourceOrder(doc, t.Resources)
 
 	if t.Post != nil {
 		v.post(doc, t.Post, sc, celScope)
@@ -390,52 +389,6 @@ func (v *validator) resource(doc *document, path string, r *Resource, sc, celSco
 			}
 		}
 	}
-}
-
-var resourceRefRE = regexp.MustCompile(`resources\.\??([A-Za-z_][A-Za-z0-9_]*)`)
-
-// resourceOrder warns when a lifecycle expression reads a resource listed
-// after it: resources are processed in order, so the later one is not yet
-// in resources.* and reads as absent.
-func (v *validator) resourceOrder(doc *document, rs []Resource) {
-	index := map[string]int{}
-	for i, r := range rs {
-		index[r.Name] = i
-		for _, nd := range r.NestedDiscoveries {
-			index[nd.Name] = i
-		}
-	}
-	for i, r := range rs {
-		if r.Lifecycle == nil {
-			continue
-		}
-		for kind, w := range map[string]*When{"delete": whenOf(r.Lifecycle.Delete), "create": createWhen(r.Lifecycle.Create)} {
-			if w == nil {
-				continue
-			}
-			for _, m := range resourceRefRE.FindAllStringSubmatch(w.Expression, -1) {
-				if j, ok := index[m[1]]; ok && j > i {
-					v.warnf(doc, fmt.Sprintf("resources[%d].lifecycle.%s.when.expression", i, kind),
-						fmt.Sprintf("list %s before %s", m[1], r.Name),
-						"reads resources.%s, which is processed after %s in the same run and so is always absent here", m[1], r.Name)
-				}
-			}
-		}
-	}
-}
-
-func whenOf(d *DeleteLifecycle) *When {
-	if d == nil {
-		return nil
-	}
-	return d.When
-}
-
-func createWhen(c *CreateLifecycle) *When {
-	if c == nil {
-		return nil
-	}
-	return c.When
 }
 
 func (v *validator) manifest(doc *document, path string, r *Resource, sc scope) {

@@ -217,32 +217,6 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-func TestWarnsAboutResourceOrder(t *testing.T) {
-	task := strings.Replace(goodTask, "expression: is_deleting\n", "expression: is_deleting && !resources.?later.hasValue()\n", 1)
-	task = strings.Replace(task, "post:\n", `  - name: later
-    manifest:
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        name: x
-        namespace: y
-        annotations:
-          hyperfleet.io/generation: "1"
-post:
-`, 1)
-	problems := load(t, adapterYAML, task, nil)
-	if err := problems.Err(); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, w := range problems.Warnings() {
-		found = found || strings.Contains(w.String(), "reads resources.later, which is processed after ns")
-	}
-	if !found {
-		t.Errorf("no ordering warning: %v", problems)
-	}
-}
-
 func TestRefResolution(t *testing.T) {
 	task := strings.Replace(goodTask, "    manifest:\n      apiVersion: v1\n      kind: Namespace\n      metadata:\n        name: \"{{ .clusterId }}\"\n        annotations:\n          hyperfleet.io/generation: \"{{ .generation }}\"\n",
 		"    manifest:\n      ref: /etc/adapter/ns.yaml\n", 1)

@@ -92,28 +92,3 @@ func Matches(labels, selector map[string]string) bool {
 	}
 	return true
 }
-
-type intentKey struct{}
-
-// Intent says why the engine reads an object. Real transports ignore it;
-// the dry-run transport uses it to treat discovery overrides as objects
-// that exist when the engine looks for something to delete.
-type Intent int
-
-const (
-	// IntentApply is the default: reading to decide create, update or skip.
-	IntentApply Intent = iota
-	// IntentDelete is reading to find what lifecycle.delete removes.
-	IntentDelete
-)
-
-// WithIntent marks reads made with ctx.
-func WithIntent(ctx context.Context, i Intent) context.Context {
-	return context.WithValue(ctx, intentKey{}, i)
-}
-
-// IntentOf reads the mark (IntentApply when unset).
-func IntentOf(ctx context.Context) Intent {
-	i, _ := ctx.Value(intentKey{}).(Intent)
-	return i
-}

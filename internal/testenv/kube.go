@@ -30,7 +30,8 @@ const BinDirEnv = "HYPERFLEET_TEST_BIN_DIR"
 
 // Kube is a real control plane on loopback: etcd, kube-apiserver and
 // kube-controller-manager (namespace finalization, garbage collection,
-// service accounts, Jobs). There are no nodes: pods never run.
+// service accounts). There are no nodes and no Job controller: tests set a
+// Job's outcome themselves (see CompleteJob).
 type Kube struct {
 	// Kubeconfig is the path of an admin kubeconfig.
 	Kubeconfig string
@@ -216,7 +217,7 @@ current-context: test
 	kcmPort, _ := freePort()
 	if err := k.start("kube-controller-manager", kcm,
 		"--kubeconfig", k.Kubeconfig, "--leader-elect=false",
-		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller,job-controller",
+		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller",
 		"--service-account-private-key-file", saKey, "--use-service-account-credentials=false",
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(kcmPort),
 		"--concurrent-namespace-syncs", "5", "--v", "0"); err != nil {

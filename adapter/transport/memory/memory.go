@@ -1,9 +1,8 @@
-// Package memory is the dry-run transport: nothing exists before a run,
-// applied objects are kept in memory, and reads return the operator's
-// discovery overrides (keyed by rendered object name) standing in for what
-// the cluster would have added: uid, resourceVersion, status. When the
-// engine looks for an object to delete, the overrides are objects that
-// exist, so deletion flows can be dry-run too.
+// Package memory is the dry-run transport, a cluster held in memory. The
+// objects of the discovery file (keyed by name) exist from the start, as
+// the cluster would return them (uid, resourceVersion, status); anything
+// else exists once the run creates it. Reads of an object the file lists
+// return the file's version, standing for what the server reports.
 package memory
 
 import (
@@ -32,7 +31,7 @@ type Op struct {
 	Ref    transport.Ref
 }
 
-// New returns an empty cluster with discovery overrides.
+// New returns a cluster holding the discovery overrides.
 func New(overrides map[string]transport.Object) *Transport {
 	if overrides == nil {
 		overrides = map[string]transport.Object{}
@@ -44,32 +43,10 @@ func key(target string, r transport.Ref) string {
 	return target + "|" + r.Kind + "|" + r.Namespace + "|" + r.Name
 }
 
-// view is what a read returns: the override for the name, else the object.
-func (t *Transport) view(obj transport.Object) transport.Object {
-	if o, ok := t.overrides[transport.RefOf(obj).Name]; ok {
-		return jsonvalue.Copy(o).(transport.Object)
-	}
-	return jsonvalue.Copy(obj).(transport.Object)
-}
-
-// Get implements transport.Transport.
-func (t *Transport) Get(ctx context.Context, target string, ref transport.Ref) (transport.Object, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	obj, ok := t.objects[key(target, ref)]
-	if !ok {
-		if o, exists := t.deletable(ctx, ref); exists {
-			return o, nil
-		}
-		return nil, nil
-	}
-	return t.view(obj), nil
-}
-
-// deletable returns the override standing for an existing object, when the
-// engine is looking for something to delete and this run has not removed it.
-func (t *Transport) deletable(ctx context.Context, ref transport.Ref) (transport.Object, bool) {
-	if transport.IntentOf(ctx) != transport.IntentDelete || t.deleted[ref.Name] {
+// override returns the file's object for ref, if it lists one that has not
+// been deleted by this run.
+func (t *Transport) override(ref transport.Ref) (transport.Object, bool) {
+	if t.deleted[ref.Name] {
 		return nil, false
 	}
 	o, ok := t.overrides[ref.Name]
@@ -81,6 +58,19 @@ func (t *Transport) deletable(ctx context.Context, ref transport.Ref) (transport
 		return nil, false
 	}
 	return jsonvalue.Copy(o).(transport.Object), true
+}
+
+// Get implements transport.Transport.
+func (t *Transport) Get(_ context.Context, target string, ref transport.Ref) (transport.Object, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if o, ok := t.override(ref); ok {
+		return o, nil
+	}
+	if obj, ok := t.objects[key(target, ref)]; ok {
+		return jsonvalue.Copy(obj).(transport.Object), nil
+	}
+	return nil, nil
 }
 
 // Create implements transport.Transport.
@@ -97,9 +87,13 @@ func (t *Transport) put(verb, target string, obj transport.Object) transport.Obj
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ref := transport.RefOf(obj)
+	delete(t.deleted, ref.Name)
 	t.objects[key(target, ref)] = jsonvalue.Copy(obj).(transport.Object)
 	t.Ops = append(t.Ops, Op{Verb: verb, Target: target, Ref: ref})
-	return t.view(obj)
+	if o, ok := t.override(ref); ok {
+		return o
+	}
+	return jsonvalue.Copy(obj).(transport.Object)
 }
 
 // Delete implements transport.Transport.
@@ -113,44 +107,45 @@ func (t *Transport) Delete(_ context.Context, target string, ref transport.Ref, 
 }
 
 // List implements transport.Transport.
-func (t *Transport) List(ctx context.Context, target string, q transport.Query) ([]transport.Object, error) {
+func (t *Transport) List(_ context.Context, target string, q transport.Query) ([]transport.Object, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var keys []string
+	matches := func(o transport.Object) bool {
+		ref := transport.RefOf(o)
+		if ref.Kind != q.Kind || q.Namespace != "" && q.Namespace != "*" && ref.Namespace != q.Namespace {
+			return false
+		}
+		return transport.Matches(transport.Labels(o), q.Labels)
+	}
+	seen := map[string]bool{}
+	var out []transport.Object
+	names := make([]string, 0, len(t.overrides))
+	for n := range t.overrides {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		o := t.overrides[n]
+		if !t.deleted[n] && matches(o) {
+			out = append(out, jsonvalue.Copy(o).(transport.Object))
+			seen[n] = true
+		}
+	}
+	keys := make([]string, 0, len(t.objects))
 	for k := range t.objects {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var out []transport.Object
 	for _, k := range keys {
 		obj := t.objects[k]
-		ref := transport.RefOf(obj)
-		if k[:len(target)+1] != target+"|" || ref.Kind != q.Kind {
+		name := transport.RefOf(obj).Name
+		if len(k) <= len(target) || k[:len(target)+1] != target+"|" || seen[name] || !matches(obj) {
 			continue
 		}
-		if q.Namespace != "" && q.Namespace != "*" && ref.Namespace != q.Namespace {
-			continue
+		if o, ok := t.override(transport.RefOf(obj)); ok {
+			obj = o
 		}
-		if transport.Matches(transport.Labels(obj), q.Labels) {
-			out = append(out, t.view(obj))
-		}
-	}
-	if len(out) == 0 && transport.IntentOf(ctx) == transport.IntentDelete {
-		names := make([]string, 0, len(t.overrides))
-		for n := range t.overrides {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			o := t.overrides[n]
-			ref := transport.RefOf(o)
-			if t.deleted[n] || ref.Kind != q.Kind || q.Namespace != "" && q.Namespace != "*" && ref.Namespace != q.Namespace {
-				continue
-			}
-			if transport.Matches(transport.Labels(o), q.Labels) {
-				out = append(out, jsonvalue.Copy(o).(transport.Object))
-			}
-		}
+		out = append(out, jsonvalue.Copy(obj).(transport.Object))
 	}
 	return out, nil
 }

@@ -1,0 +1,143 @@
+package adapters
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+func hyperfleet(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, _ := os.MkdirTemp("", "hyperfleet-cli-")
+		binary = filepath.Join(dir, "hyperfleet")
+		cmd := exec.Command("go", "build", "-o", binary, "github.com/hyperfleet/hyperfleet/cmd/hyperfleet")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestAdapterValidateCommand(t *testing.T) {
+	lz := shipped + "/landing-zone"
+	out, code := hyperfleet(t, "adapter", "validate", "--config", lz+"/adapter-config.yaml", "--task-config", lz+"/adapter-task-config.yaml")
+	if code != 0 || !strings.Contains(out, "valid:") {
+		t.Errorf("valid config: exit %d\n%s", code, out)
+	}
+	// Every upstream adapter validates unchanged.
+	for _, dir := range []string{"cl-job", "np-configmap", "cl-maestro"} {
+		if out, code := hyperfleet(t, "adapter", "validate", "--config", compat+"/"+dir+"/adapter-config.yaml", "--task-config", compat+"/"+dir+"/adapter-task-config.yaml"); code != 0 {
+			t.Errorf("%s: exit %d\n%s", dir, code, out)
+		}
+	}
+	// A broken config: every error, with file, line, path and fix; exit 1.
+	bad := filepath.Join(t.TempDir(), "task.yaml")
+	os.WriteFile(bad, []byte(`params:
+  - name: clusterId
+    source: event.id
+preconditions:
+  - name: check
+    conditions:
+      - field: clusterID
+        operator: equal
+        value: x
+resources:
+  - name: ns
+    manifest:
+      ref: /etc/adapter/ns.yaml
+`), 0o644)
+	out, code = hyperfleet(t, "adapter", "validate", "--task-config", bad)
+	if code != 1 {
+		t.Errorf("broken config: exit %d", code)
+	}
+	for _, want := range []string{
+		bad + `:7: preconditions[0].conditions[0].field: "clusterID" is not a param or capture in scope here (did you mean "clusterId"?)`,
+		bad + `:8: preconditions[0].conditions[0].operator: invalid operator "equal" (fix: did you mean "equals"?)`,
+		bad + `:13: resources[0].manifest.ref: manifest.ref "/etc/adapter/ns.yaml" not found`,
+		"3 error(s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// A ref mount mapped to another directory.
+	refs := t.TempDir()
+	os.WriteFile(filepath.Join(refs, "ns.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: \"{{ .clusterId }}\"\n  annotations: {hyperfleet.io/generation: \"1\"}\n"), 0o644)
+	fixed := strings.NewReplacer("clusterID", "clusterId", "operator: equal", "operator: equals").Replace(readFile(t, bad))
+	os.WriteFile(bad, []byte(fixed), 0o644)
+	if out, code := hyperfleet(t, "adapter", "validate", "--task-config", bad, "--ref-dir", "/etc/adapter="+refs); code != 0 {
+		t.Errorf("with --ref-dir: exit %d\n%s", code, out)
+	}
+	if out, code := hyperfleet(t, "adapter", "validate", "--task-config", bad, "--ref-dir", "nonsense"); code != 1 || !strings.Contains(out, "write MOUNT=DIR") {
+		t.Errorf("bad --ref-dir: exit %d\n%s", code, out)
+	}
+}
+
+func TestAdapterDryRunCommand(t *testing.T) {
+	lz := shipped + "/landing-zone"
+	args := []string{"adapter", "dry-run", "--config", lz + "/adapter-config.yaml", "--task-config", lz + "/adapter-task-config.yaml",
+		"--dry-run-event", lz + "/testdata/delete/event.json", "--dry-run-api-responses", lz + "/testdata/delete/api-responses.json",
+		"--dry-run-discovery", lz + "/testdata/delete/discovery.json", "--dry-run-time", "2026-11-22T10:00:00Z"}
+	out, code := hyperfleet(t, args...)
+	want := readFile(t, lz+"/testdata/delete/expected.txt")
+	if code != 0 || !strings.HasPrefix(want, strings.SplitN(out, "Phase 1", 2)[0]) || !strings.Contains(out, "Result: SUCCESS") {
+		t.Errorf("text: exit %d\n%s", code, out)
+	}
+	out, code = hyperfleet(t, append(args, "--dry-run-output", "json")...)
+	var doc struct {
+		Schema string `json:"schema"`
+		Result string `json:"result"`
+		Phases struct {
+			Resources struct {
+				Steps []struct{ Name, Operation string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || doc.Schema != "hyperfleet.io/dry-run/v1" || doc.Result != "SUCCESS" || len(doc.Phases.Resources.Steps) != 2 {
+		t.Errorf("json: exit %d, %v\n%s", code, err, out)
+	}
+	// A simulated run that fails exits 2.
+	failing := filepath.Join(t.TempDir(), "api.json")
+	os.WriteFile(failing, []byte(`{"responses":[{"match":{"method":"GET","urlPattern":"/clusters/"},"responses":[{"statusCode":500,"body":{}}]}]}`), 0o644)
+	out, code = hyperfleet(t, "adapter", "dry-run", "--config", lz+"/adapter-config.yaml", "--task-config", lz+"/adapter-task-config.yaml",
+		"--dry-run-event", lz+"/testdata/delete/event.json", "--dry-run-api-responses", failing)
+	if code != 2 || !strings.Contains(out, "returned HTTP 500") || !strings.Contains(out, "Result: FAILED") {
+		t.Errorf("failing run: exit %d\n%s", code, out)
+	}
+	if out, code := hyperfleet(t, "adapter", "dry-run", "--task-config", lz+"/adapter-task-config.yaml"); code != 1 || !strings.Contains(out, "--dry-run-event is required") {
+		t.Errorf("no event: exit %d\n%s", code, out)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
