@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/adapter/metrics"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
@@ -852,4 +857,50 @@ func TestNormalizeEvent(t *testing.T) {
 	if got := NormalizeEvent(plain); got["id"] != "abc" {
 		t.Errorf("plain event with a data field: %v", got)
 	}
+}
+
+func TestMetricsPerRun(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	h := newHarness(t, statusTask, func(o *Options) { o.Metrics = m })
+	client, _ := apiclient.New(apiclient.Config{AdapterName: "unit", BaseURL: h.api.srv.URL, Metrics: m})
+	h.engine.opts.API = client
+	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	if _, _, err := h.run(t, event); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{
+		`hyperfleet_adapter_runs_total{adapter_name="unit",outcome="success"}`:                                                                                 1,
+		`hyperfleet_adapter_resource_operations_total{adapter_name="unit",operation="create",outcome="ok",transport="kubernetes"}`:                             2,
+		`hyperfleet_adapter_api_requests_total{adapter_name="unit",api="hyperfleet",endpoint="/clusters/{clusterId}",method="GET",status_code="200"}`:          1,
+		`hyperfleet_adapter_api_requests_total{adapter_name="unit",api="hyperfleet",endpoint="/clusters/{clusterId}/statuses",method="PUT",status_code="201"}`: 1,
+	} {
+		if got := metricValue(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := metricValue(t, reg, `hyperfleet_adapter_phase_duration_seconds_count{adapter_name="unit",outcome="success",phase="resources"}`); got != 1 {
+		t.Errorf("resources phase observations = %v", got)
+	}
+}
+
+// metricValue reads one series from a registry in the exposition format.
+func metricValue(t *testing.T, reg *prometheus.Registry, series string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range families {
+		expfmt.MetricFamilyToText(&b, f)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			var v float64
+			fmt.Sscan(strings.TrimPrefix(line, series+" "), &v)
+			return v
+		}
+	}
+	return -1
 }

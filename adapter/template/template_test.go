@@ -42,6 +42,19 @@ func TestRender(t *testing.T) {
 		{`{{ "hi" | b64enc }}`, "aGk="},
 		{`{{ .cfg | toJson }}`, `{"platformType":"gcp"}`},
 		{`no template at all`, "no template at all"},
+		{`{{ .clusterId | squote }}`, "'ABC-123'"},
+		{`{{ "aGk=" | b64dec }}`, "hi"},
+		{`{{ "x" | sha256sum }}`, "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"},
+		{`{{ "a-b" | trimPrefix "a-" }}`, "b"},
+		{`{{ "a-b" | trimSuffix "-b" }}`, "a"},
+		{`{{ if .clusterId | contains "123" }}y{{ end }}`, "y"},
+		{`{{ if .clusterId | hasPrefix "ABC" }}y{{ end }}{{ if .clusterId | hasSuffix "9" }}n{{ end }}`, "y"},
+		{`{{ "a,b" | split "," | join "+" }}`, "a+b"},
+		{`{{ "l1\nl2" | indent 2 }}`, "  l1\n  l2"},
+		{`{{ "x" | nindent 1 }}`, "\n x"},
+		{`{{ "2.5" | float64 }}`, "2.5"},
+		{`{{ .generation | int64 }}`, "5"},
+		{`{{ 1700000000 | date "2006-01-02" }}`, "2023-11-14"},
 	}
 	for _, tc := range tests {
 		got, err := r.Render(tc.tpl, data)
