@@ -3,7 +3,6 @@ package executor
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
@@ -50,8 +49,8 @@ func Check(operator string, actual any, found bool, value any) (bool, error) {
 		}
 		return false, nil
 	case taskconfig.OpGreaterThan, taskconfig.OpLessThan, taskconfig.OpGreaterThanOrEqual, taskconfig.OpLessThanOrEqual:
-		a, okA := number(actual)
-		b, okB := number(value)
+		a, okA := taskconfig.Number(actual)
+		b, okB := taskconfig.Number(value)
 		if !okB {
 			return false, fmt.Errorf("%s needs a numeric value, got %v", operator, value)
 		}
@@ -77,8 +76,8 @@ func equal(a, b any) bool {
 	if aText && bText {
 		return a == b
 	}
-	if x, ok := number(a); ok {
-		if y, ok := number(b); ok {
+	if x, ok := taskconfig.Number(a); ok {
+		if y, ok := taskconfig.Number(b); ok {
 			return x == y
 		}
 	}
@@ -91,21 +90,6 @@ func equal(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case float64:
-		return x, true
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil && strings.TrimSpace(x) != ""
-	}
-	return 0, false
 }
 
 func text(v any) string {

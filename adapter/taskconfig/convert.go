@@ -46,7 +46,7 @@ func Convert(v any, typ string) (any, error) {
 			return nil, fmt.Errorf("%q is not a number", x)
 		}
 	case TypeFloat, TypeFloat64:
-		if f, ok := toFloat(v); ok {
+		if f, ok := Number(v); ok {
 			return f, nil
 		}
 		if s, ok := v.(string); ok {
@@ -79,7 +79,8 @@ func Convert(v any, typ string) (any, error) {
 	return nil, fmt.Errorf("cannot convert %T %v to %s", v, v, typ)
 }
 
-func toFloat(v any) (float64, bool) {
+// Number reads a number, or numeric text, as a float64.
+func Number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case int64:
 		return float64(x), true
@@ -88,8 +89,9 @@ func toFloat(v any) (float64, bool) {
 	case float64:
 		return x, true
 	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil
+		s := strings.TrimSpace(x)
+		f, err := strconv.ParseFloat(s, 64)
+		return f, err == nil && s != ""
 	}
 	return 0, false
 }

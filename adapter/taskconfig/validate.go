@@ -331,7 +331,7 @@ func (v *validator) condition(doc *document, path string, c *Condition, sc scope
 			v.warnf(doc, path+".value", "remove it", "%s takes no value; it is ignored", c.Operator)
 		}
 	case OpGreaterThan, OpLessThan, OpGreaterThanOrEqual, OpLessThanOrEqual:
-		if _, ok := toFloat(c.Value); !ok {
+		if _, ok := Number(c.Value); !ok {
 			v.errorf(doc, path+".value", "use a number", "%s needs a numeric value, got %v", c.Operator, c.Value)
 		}
 	default:
