@@ -15,9 +15,8 @@ LDFLAGS  := -X github.com/hyperfleet/hyperfleet/internal/version.Version=$(VERSI
 PKGS     := ./...
 TEST_TIMEOUT ?= 30m
 
-# Adapters registered for `make run` (override on the command line).
-RUN_CLUSTER_ADAPTERS  ?= ["validation"]
-RUN_NODEPOOL_ADAPTERS ?= []
+# Extra flags for `make run`, e.g. RUN_FLAGS="--kubeconfig ~/.kube/config".
+RUN_FLAGS ?=
 
 # The real control plane the adapter tests run against, built from Go
 # modules (tools/) into bin/ once and reused; about 15 minutes cold on 2 cores.
@@ -40,12 +39,12 @@ $(BIN)/hyperfleet: FORCE
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/hyperfleet
 
-run: build ## start HyperFleet locally on SQLite (state in .hyperfleet/)
-	HYPERFLEET_CLUSTER_ADAPTERS='$(RUN_CLUSTER_ADAPTERS)' HYPERFLEET_NODEPOOL_ADAPTERS='$(RUN_NODEPOOL_ADAPTERS)' \
-		$(BIN)/hyperfleet serve
+run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, adapters (state in .hyperfleet/)
+	$(BIN)/hyperfleet dev $(RUN_FLAGS)
 
-test: fmt-check vet test-tools ## vet, format check and every test (fuzz seed corpora included)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+# Tests that run the binary (worker and Temporal processes) share this build.
+test: fmt-check vet test-tools build ## vet, format check and every test (fuzz seed corpora included)
+	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager and etcd into bin/ (cached)
 

@@ -1,8 +1,9 @@
-// Package taskconfigs holds the adapters shipped with HyperFleet; this test
-// keeps them valid and their dry-run traces (testdata/<scenario>/expected.txt)
-// exactly as recorded. Regenerate after an intended change with
+// The tests keep the shipped adapters valid and their dry-run traces
+// (testdata/<scenario>/expected.txt) exactly as recorded. Regenerate after
+// an intended change with
 //
 //	go test ./taskconfigs -update
+
 package taskconfigs
 
 import (
@@ -94,5 +95,29 @@ func TestShippedAdapterTraces(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestExtractWritesEveryShippedAdapter(t *testing.T) {
+	dir := t.TempDir()
+	got, err := Extract(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"validation", "nodepool-validation", "landing-zone", "validation-job", "nodepool-config"} {
+		d, ok := got[name]
+		if !ok {
+			t.Errorf("%s not extracted (got %v)", name, got)
+			continue
+		}
+		if _, problems := taskconfig.Load(filepath.Join(d, "adapter-config.yaml"), filepath.Join(d, "adapter-task-config.yaml"), taskconfig.Options{}); len(problems) != 0 {
+			t.Errorf("extracted %s does not load: %v", name, problems)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "validation-job", "job.yaml")); err != nil {
+		t.Errorf("manifest ref not extracted: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "validation", "testdata")); !os.IsNotExist(err) {
+		t.Errorf("dry-run fixtures should not be extracted (stat: %v)", err)
 	}
 }

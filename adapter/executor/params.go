@@ -18,6 +18,10 @@ import (
 // errGone marks a 404 from the API for the resource being reconciled.
 var errGone = errors.New("the resource no longer exists")
 
+// errNotSent marks api_call failures that happened before any request left
+// (a template that does not render, no client): retrying cannot help.
+var errNotSent = errors.New("request not sent")
+
 // params resolves every param in order; a failure stops the phase.
 func (e *Engine) params(ctx context.Context, st *State) {
 	tr := &st.Trace.Params
@@ -197,7 +201,7 @@ func (e *Engine) callAPI(ctx context.Context, st *State, c *taskconfig.APICall, 
 	data := e.templateData(st, extra)
 	url, err := e.render(c.URL, data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("url: %w", err)
+		return nil, nil, fmt.Errorf("url: %w (%w)", err, errNotSent)
 	}
 	req := apiclient.Request{Method: c.Method, URL: url, Endpoint: apiclient.EndpointLabel(c.URL), Timeout: c.Timeout.Duration, RetryBackoff: c.RetryBackoff}
 	if c.RetryAttempts != nil {
@@ -206,7 +210,7 @@ func (e *Engine) callAPI(ctx context.Context, st *State, c *taskconfig.APICall, 
 	for _, h := range c.Headers {
 		v, err := e.render(h.Value, data)
 		if err != nil {
-			return nil, nil, fmt.Errorf("header %s: %w", h.Name, err)
+			return nil, nil, fmt.Errorf("header %s: %w (%w)", h.Name, err, errNotSent)
 		}
 		req.Headers = append(req.Headers, [2]string{h.Name, v})
 	}
@@ -217,7 +221,7 @@ func (e *Engine) callAPI(ctx context.Context, st *State, c *taskconfig.APICall, 
 	if c.Body != "" {
 		body, err := e.render(c.Body, data)
 		if err != nil {
-			return nil, call, fmt.Errorf("body: %w", err)
+			return nil, call, fmt.Errorf("body: %w (%w)", err, errNotSent)
 		}
 		req.Body = []byte(body)
 		if v, err := jsonvalue.Decode(req.Body); err == nil {
@@ -227,7 +231,7 @@ func (e *Engine) callAPI(ctx context.Context, st *State, c *taskconfig.APICall, 
 		}
 	}
 	if e.opts.API == nil {
-		err := errors.New("no HyperFleet API client is configured")
+		err := fmt.Errorf("no HyperFleet API client is configured (%w)", errNotSent)
 		call.Error = err.Error()
 		return nil, call, err
 	}

@@ -111,7 +111,7 @@ func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 		if err != nil {
 			step.Outcome, step.Message = ActionFailed, err.Error()
 			tr.Actions = append(tr.Actions, step)
-			if call == nil || call.StatusCode == 0 || call.StatusCode >= 500 || call.StatusCode == http.StatusTooManyRequests {
+			if !errors.Is(err, errNotSent) && (call.StatusCode == 0 || call.StatusCode >= 500 || call.StatusCode == http.StatusTooManyRequests) {
 				res.Retryable = true
 			}
 			fail(fmt.Errorf("post action %s: %w", pa.Name, err))

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,6 +50,7 @@ type Service struct {
 	specs      SpecValidator
 	log        zerolog.Logger
 	now        func() time.Time
+	onOutbox   atomic.Pointer[func()]
 }
 
 // New builds a Service.
@@ -58,6 +60,34 @@ func New(cfg Config) *Service {
 		now = time.Now
 	}
 	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, log: cfg.Logger, now: now}
+}
+
+// inTx runs fn in a transaction and, once it has committed, tells the
+// relay when fn wrote to the outbox.
+func (s *Service) inTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	var wrote bool
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		return fn(&outboxWatch{Tx: tx, wrote: &wrote})
+	})
+	if fn := s.onOutbox.Load(); err == nil && wrote && fn != nil {
+		(*fn)()
+	}
+	return err
+}
+
+// OnOutbox sets what is called after a transaction that wrote outbox rows
+// has committed: the relay's cue to hand them to Temporal at once.
+func (s *Service) OnOutbox(fn func()) { s.onOutbox.Store(&fn) }
+
+// outboxWatch notes whether a transaction appended to the outbox.
+type outboxWatch struct {
+	store.Tx
+	wrote *bool
+}
+
+func (w *outboxWatch) AppendOutbox(ctx context.Context, e store.OutboxEntry) error {
+	*w.wrote = true
+	return w.Tx.AppendOutbox(ctx, e)
 }
 
 // Registered returns the adapters registered for a kind.
@@ -160,7 +190,7 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 	} else {
 		r.Href = resource.ClusterHref(r.ID)
 	}
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err := s.inTx(ctx, func(tx store.Tx) error {
 		if parentID != "" {
 			parent, err := tx.LockResource(ctx, resource.KindCluster, parentID)
 			if errors.Is(err, store.ErrNotFound) {
@@ -208,7 +238,7 @@ func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor s
 		}
 	}
 	var out *resource.Resource
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err := s.inTx(ctx, func(tx store.Tx) error {
 		r, err := s.lock(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -251,7 +281,7 @@ func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor s
 // adapter has anything to finalize the resource is removed at once.
 func (s *Service) Delete(ctx context.Context, ref Ref, actor string) (*resource.Resource, error) {
 	var out *resource.Resource
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err := s.inTx(ctx, func(tx store.Tx) error {
 		parent, err := s.lockParent(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -357,7 +387,7 @@ func (s *Service) ForceDelete(ctx context.Context, ref Ref, req *ForceDeleteRequ
 	if errs := ValidateForceDelete(req); len(errs) > 0 {
 		return problem.Validation(errs...)
 	}
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err := s.inTx(ctx, func(tx store.Tx) error {
 		parent, err := s.lockParent(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -402,7 +432,7 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 	}
 	var res ReportResult
 	var generation int64
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err := s.inTx(ctx, func(tx store.Tx) error {
 		parent, err := s.lockParent(ctx, tx, ref)
 		if err != nil {
 			return err

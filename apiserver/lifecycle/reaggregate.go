@@ -65,7 +65,7 @@ func (s *Service) SyncRegistration(ctx context.Context) (int, error) {
 }
 
 func (s *Service) reaggregate(ctx context.Context, ref Ref) error {
-	return s.store.InTx(ctx, func(tx store.Tx) error {
+	return s.inTx(ctx, func(tx store.Tx) error {
 		parent, err := s.lockParent(ctx, tx, ref)
 		if err != nil {
 			return ignoreGone(err)

@@ -77,7 +77,9 @@ func (p *Problem) Error() string {
 		b.WriteString(p.Detail)
 	}
 	for _, e := range p.Errors {
-		fmt.Fprintf(&b, "; %s: %s", e.Field, e.Message)
+		if item := e.Field + ": " + e.Message; !strings.Contains(p.Detail, item) {
+			b.WriteString("; " + item)
+		}
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -149,4 +150,18 @@ func (a *adapterFlags) registered(fs *pflag.FlagSet) (map[string][]string, error
 		out[item.kind] = names
 	}
 	return out, nil
+}
+
+// bindEnvPreRun lets every command take its flags from HYPERFLEET_* too.
+func bindEnvPreRun(cmd *cobra.Command, _ []string) error { return bindEnv(cmd) }
+
+// withLogger builds the logger from the global log flags before running fn.
+func withLogger(fn func(ctx context.Context, log zerolog.Logger) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		log, err := newLogger(os.Stderr)
+		if err != nil {
+			return err
+		}
+		return fn(cmd.Context(), log)
+	}
 }

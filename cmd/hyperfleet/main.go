@@ -40,6 +40,6 @@ func newRootCommand() *cobra.Command {
 		Version:       version.Version + " (built " + version.BuildTime + ")",
 	}
 	addLogFlags(root)
-	root.AddCommand(newServeCommand(), newMigrateCommand(), newAdapterCommand())
+	root.AddCommand(newServeCommand(), newWorkerCommand(), newDevCommand(), newTemporalCommand(), newMigrateCommand(), newAdapterCommand())
 	return root
 }

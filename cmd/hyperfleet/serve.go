@@ -9,6 +9,8 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/request"
+	"github.com/hyperfleet/hyperfleet/internal/stack"
+	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 )
 
@@ -25,6 +27,13 @@ type apiFlags struct {
 	jwt             auth.Config
 	db              dbFlags
 	adapters        adapterFlags
+}
+
+// serveFlags are the API's plus the hand-off to Temporal.
+type serveFlags struct {
+	api       apiFlags
+	temporal  temporalFlags
+	reconcile reconcileFlags
 }
 
 func (a *apiFlags) add(cmd *cobra.Command) {
@@ -71,41 +80,68 @@ func (a *apiFlags) options(cmd *cobra.Command) (apiserver.Options, error) {
 }
 
 func newServeCommand() *cobra.Command {
-	var flags apiFlags
+	var flags serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the HyperFleet API",
+		Short: "Run the HyperFleet API and its hand-off to Temporal",
 		Long: `Run the HyperFleet REST API (Gin) with health on /healthz and /readyz and
 Prometheus metrics on /metrics. Schema migrations run at start-up.
 
+With --temporal-address, every generation bump is handed to Temporal through
+the outbox: the relay starts or signals the resource's reconcile workflow,
+retries while Temporal is unreachable (writes keep succeeding) and, at
+start-up, makes sure every live resource has a workflow. /readyz then reports
+"workflow-engine" next to "database". Run the workflows and adapters with
+'hyperfleet worker'.
+
 HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.`,
-		Args: cobra.NoArgs,
-		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			return bindEnv(cmd)
-		},
+		Args:    cobra.NoArgs,
+		PreRunE: bindEnvPreRun,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(os.Stderr)
 			if err != nil {
 				return err
 			}
-			opts, err := flags.options(cmd)
+			opts, err := flags.api.options(cmd)
 			if err != nil {
 				return err
 			}
 			opts.Logger = log
 			ctx := cmd.Context()
-			app, err := apiserver.Build(ctx, opts)
+			startPprof(flags.api.pprofListen, log)
+			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
+				Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
+				Bool("jwt", opts.Auth.Enabled).Str("temporal", flags.temporal.cfg.Address).Msg("starting HyperFleet API")
+			if flags.temporal.cfg.Address == "" {
+				log.Warn().Msg("no --temporal-address: changes are recorded in the outbox but nothing reconciles them until the API runs with one")
+				app, err := apiserver.Build(ctx, opts)
+				if err != nil {
+					return err
+				}
+				defer app.Close()
+				return app.Server.Run(ctx)
+			}
+			tc, err := temporalclient.Dial(flags.temporal.cfg, log.With().Str("component", "temporal").Logger())
 			if err != nil {
 				return err
 			}
-			defer app.Close()
-			startPprof(flags.pprofListen, log)
-			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
-				Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
-				Bool("jwt", opts.Auth.Enabled).Msg("starting HyperFleet API")
-			return app.Server.Run(ctx)
+			defer tc.Close()
+			s, err := stack.Start(ctx, stack.Config{
+				API: opts, Temporal: tc, Namespace: flags.temporal.cfg.Namespace, NoWorkers: true,
+				Reconcile: flags.reconcile.opts, RelaySweep: flags.reconcile.sweep, Logger: log,
+			})
+			if err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+			case <-s.Failed():
+			}
+			return s.Stop()
 		},
 	}
-	flags.add(cmd)
+	flags.api.add(cmd)
+	flags.temporal.add(cmd.Flags(), "")
+	flags.reconcile.add(cmd.Flags())
 	return cmd
 }

@@ -47,6 +47,13 @@ var (
 	kubeErr    error
 )
 
+// StartKube starts the shared control plane outside a test (load drivers);
+// StopAll stops it.
+func StartKube() (*Kube, error) {
+	kubeOnce.Do(func() { kubeServer, kubeErr = startKube() })
+	return kubeServer, kubeErr
+}
+
 // KubeAPI returns the shared control plane, starting it on first use. Tests
 // share it; give every object a unique name (cluster ids are UUIDs).
 func KubeAPI(t testing.TB) *Kube {

@@ -108,6 +108,7 @@ func StopAll() {
 		_ = os.RemoveAll(pgServer.dir)
 	}
 	stopKube()
+	removeBinary()
 }
 
 func startPostgres() (*postgresServer, error) {

@@ -7,31 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-)
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
 func hyperfleet(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, _ := os.MkdirTemp("", "hyperfleet-cli-")
-		binary = filepath.Join(dir, "hyperfleet")
-		cmd := exec.Command("go", "build", "-o", binary, "github.com/hyperfleet/hyperfleet/cmd/hyperfleet")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	out, err := exec.Command(binary, args...).CombinedOutput()
+	out, err := exec.Command(testenv.Binary(t), args...).CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -2,12 +2,10 @@ package api
 
 import (
 	"bytes"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,34 +14,6 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// hyperfleetBinary builds cmd/hyperfleet once per test run.
-func hyperfleetBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hyperfleet-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "hyperfleet")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/hyperfleet/hyperfleet/cmd/hyperfleet")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
 
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -79,7 +49,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 
 func start(t *testing.T, env []string, args ...string) process {
 	t.Helper()
-	cmd := exec.Command(hyperfleetBinary(t), args...)
+	cmd := exec.Command(testenv.Binary(t), args...)
 	cmd.Env = append(cleanEnv(), env...)
 	p := process{cmd: cmd, out: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout, cmd.Stderr = lockedWriter{p.mu, p.out}, lockedWriter{p.mu, p.out}
@@ -123,7 +93,7 @@ func waitReady(t *testing.T, p process, addr string) {
 func TestServeBinary(t *testing.T) {
 	state := t.TempDir()
 	t.Run("refuses to start without registered adapters", func(t *testing.T) {
-		cmd := exec.Command(hyperfleetBinary(t), "serve", "--state-dir", state, "--listen", freeAddr(t))
+		cmd := exec.Command(testenv.Binary(t), "serve", "--state-dir", state, "--listen", freeAddr(t))
 		cmd.Env = cleanEnv()
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "HYPERFLEET_CLUSTER_ADAPTERS is not set") {
@@ -131,13 +101,13 @@ func TestServeBinary(t *testing.T) {
 		}
 	})
 	t.Run("bad environment names the variable", func(t *testing.T) {
-		cmd := exec.Command(hyperfleetBinary(t), "serve", "--state-dir", state)
+		cmd := exec.Command(testenv.Binary(t), "serve", "--state-dir", state)
 		cmd.Env = append(cleanEnv(), "HYPERFLEET_CLUSTER_ADAPTERS=[", "HYPERFLEET_NODEPOOL_ADAPTERS=[]")
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "HYPERFLEET_CLUSTER_ADAPTERS") {
 			t.Errorf("exit %v, output:\n%s", err, out)
 		}
-		cmd = exec.Command(hyperfleetBinary(t), "serve", "--state-dir", state)
+		cmd = exec.Command(testenv.Binary(t), "serve", "--state-dir", state)
 		cmd.Env = append(cleanEnv(), "HYPERFLEET_CLUSTER_ADAPTERS=a", "HYPERFLEET_NODEPOOL_ADAPTERS=[]", "HYPERFLEET_BODY_LIMIT=lots")
 		out, err = cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "HYPERFLEET_BODY_LIMIT") {
@@ -154,7 +124,7 @@ func TestServeBinary(t *testing.T) {
 			}
 			if backend == "postgres" {
 				url := testenv.PostgresDB(t)
-				migrate := exec.Command(hyperfleetBinary(t), "migrate", "--db-driver", "postgres", "--db-url", url)
+				migrate := exec.Command(testenv.Binary(t), "migrate", "--db-driver", "postgres", "--db-url", url)
 				migrate.Env = cleanEnv()
 				if out, err := migrate.CombinedOutput(); err != nil || !strings.Contains(string(out), "database is up to date") {
 					t.Fatalf("migrate: %v\n%s", err, out)

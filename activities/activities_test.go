@@ -1,0 +1,286 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/hyperfleet/hyperfleet/activities"
+	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// api is a real HyperFleet API on SQLite.
+type api struct {
+	url string
+	srv *httptest.Server
+}
+
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	app, err := apiserver.Build(context.Background(), apiserver.Options{
+		Store:      store.Config{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hf.db")},
+		Registered: map[string][]string{resource.KindCluster: {"validation"}, resource.KindNodePool: {}},
+		Logger:     zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Server.Handler())
+	t.Cleanup(func() { srv.Close(); app.Close() })
+	return &api{url: srv.URL, srv: srv}
+}
+
+func (a *api) createCluster(t *testing.T, name string) resource.Resource {
+	t.Helper()
+	resp, err := http.Post(a.url+"/api/hyperfleet/v1/clusters", "application/json",
+		strings.NewReader(`{"kind":"Cluster","name":"`+name+`","spec":{"nodes":3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r resource.Resource
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create cluster: %d %v", resp.StatusCode, err)
+	}
+	return r
+}
+
+func (a *api) get(t *testing.T, r resource.Resource) resource.Resource {
+	t.Helper()
+	resp, err := http.Get(a.url + r.Href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out resource.Resource
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return out
+}
+
+// validation is the shipped validation adapter wired to an API.
+func validation(t *testing.T, baseURL string) *activities.Adapter {
+	t.Helper()
+	dir := filepath.Join("..", "taskconfigs", "validation")
+	b, problems := taskconfig.Load(filepath.Join(dir, "adapter-config.yaml"), filepath.Join(dir, "adapter-task-config.yaml"), taskconfig.Options{})
+	if err := problems.Err(); err != nil {
+		t.Fatal(err)
+	}
+	client, err := apiclient.New(apiclient.Config{AdapterName: "validation", BaseURL: baseURL, RetryAttempts: 1, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := executor.New(b, executor.Options{API: client, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &activities.Adapter{Engine: eng, Logger: zerolog.Nop()}
+}
+
+func env(a *activities.Adapter) *testsuite.TestActivityEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet{})
+	e := suite.NewTestActivityEnvironment()
+	a.Register(e)
+	return e
+}
+
+func run[T any](t *testing.T, e *testsuite.TestActivityEnvironment, name string, in any) (T, error) {
+	t.Helper()
+	var out T
+	v, err := e.ExecuteActivity(name, in)
+	if err != nil {
+		return out, err
+	}
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out, nil
+}
+
+func event(r resource.Resource) reconcile.PrepareInput {
+	return reconcile.PrepareInput{Event: reconcile.Ref{Kind: r.Kind, ID: r.ID}.Event(r.Generation)}
+}
+
+func TestPhasesReportStatusToTheAPI(t *testing.T) {
+	a := newAPI(t)
+	c := a.createCluster(t, "activities-1")
+	adapter := validation(t, a.url)
+	e := env(adapter)
+
+	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !prep.Summary.Proceed() || prep.Summary.ExecutionStatus != "success" {
+		t.Fatalf("prepare summary = %+v", prep.Summary)
+	}
+	// The state crosses Temporal compacted: no HTTP bodies in the trace.
+	if strings.Contains(string(prep.State), "response_body") {
+		t.Error("prepare state still carries response bodies")
+	}
+	applied, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityApply, prep.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, applied.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reported.Summary.Reported || reported.Summary.ExecutionStatus != "success" {
+		t.Errorf("report summary = %+v", reported.Summary)
+	}
+	got := a.get(t, c)
+	if ready, _ := got.Condition(resource.ConditionReady); ready.Status != resource.StatusTrue || ready.ObservedGeneration != 1 {
+		t.Errorf("Ready after the three phases = %+v", ready)
+	}
+}
+
+func TestGoneResourceEndsCleanly(t *testing.T) {
+	a := newAPI(t)
+	e := env(validation(t, a.url))
+	ghost := resource.Resource{Kind: resource.KindCluster, ID: "01a20000-0000-7000-8000-000000000000", Generation: 4}
+	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(ghost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !prep.Summary.Gone || prep.Summary.Proceed() {
+		t.Errorf("summary for a resource the API does not know = %+v, want gone", prep.Summary)
+	}
+	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, prep.State)
+	if err != nil || !reported.Summary.Gone || reported.Summary.Reported {
+		t.Errorf("report for a gone resource = %+v, %v; want gone and nothing reported", reported.Summary, err)
+	}
+}
+
+func TestRejectedReportIsNotRetried(t *testing.T) {
+	a := newAPI(t)
+	c := a.createCluster(t, "activities-rej")
+	e := env(validation(t, a.url))
+	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// observed_generation 0 is invalid: the API answers 400.
+	var st map[string]any
+	_ = json.Unmarshal(prep.State, &st)
+	st["vars"].(map[string]any)["generation"] = 0
+	bad, _ := json.Marshal(st)
+	_, err = run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, json.RawMessage(bad))
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != reconcile.ErrRejected || !app.NonRetryable() {
+		t.Fatalf("error = %v, want a non-retryable %s", err, reconcile.ErrRejected)
+	}
+	if !strings.Contains(app.Error(), "observed_generation") {
+		t.Errorf("error %q should carry the API's reason", app.Error())
+	}
+}
+
+func TestUnreachableAPIIsRetried(t *testing.T) {
+	a := newAPI(t)
+	c := a.createCluster(t, "activities-down")
+	e := env(validation(t, a.url))
+	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.srv.Close()
+	_, err = run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, prep.State)
+	if err == nil {
+		t.Fatal("report succeeded with the API down")
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		t.Errorf("an unreachable API must be retried, got non-retryable %v", err)
+	}
+}
+
+func TestMalformedInputsAreConfigErrors(t *testing.T) {
+	e := env(validation(t, "http://127.0.0.1:1"))
+	for name, in := range map[string]any{
+		reconcile.ActivityPrepare: reconcile.PrepareInput{},
+		reconcile.ActivityApply:   json.RawMessage(`"not a state"`),
+		reconcile.ActivityReport:  json.RawMessage(`{}`),
+	} {
+		_, err := run[reconcile.PhaseResult](t, e, name, in)
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != reconcile.ErrConfig || !app.NonRetryable() {
+			t.Errorf("%s with malformed input: %v, want a non-retryable %s", name, err, reconcile.ErrConfig)
+		}
+	}
+}
+
+func TestReadResource(t *testing.T) {
+	a := newAPI(t)
+	c := a.createCluster(t, "activities-read")
+	client, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: a.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quiet{})
+	e := suite.NewTestActivityEnvironment()
+	(&activities.Resources{API: client}).Register(e)
+
+	st, err := run[reconcile.ResourceState](t, e, reconcile.ActivityReadResource, reconcile.Ref{Kind: c.Kind, ID: c.ID})
+	if err != nil || st.Gone || st.Reconciled || st.Generation != 1 || st.Reason != "AwaitingAdapters" {
+		t.Errorf("fresh cluster = %+v, %v; want generation 1, not reconciled", st, err)
+	}
+	st, err = run[reconcile.ResourceState](t, e, reconcile.ActivityReadResource, reconcile.Ref{Kind: resource.KindCluster, ID: "01a20000-0000-7000-8000-000000000000"})
+	if err != nil || !st.Gone {
+		t.Errorf("unknown cluster = %+v, %v; want gone", st, err)
+	}
+	a.srv.Close()
+	if _, err := run[reconcile.ResourceState](t, e, reconcile.ActivityReadResource, reconcile.Ref{Kind: c.Kind, ID: c.ID}); err == nil {
+		t.Error("read with the API down succeeded")
+	}
+}
+
+func TestStateOf(t *testing.T) {
+	now := time.Now()
+	cond := func(status string, observed int64) []resource.Condition {
+		return []resource.Condition{{Type: resource.ConditionReady, Status: status, Reason: "R", ObservedGeneration: observed}}
+	}
+	cases := []struct {
+		name string
+		res  resource.Resource
+		want reconcile.ResourceState
+	}{
+		{"ready at its generation", resource.Resource{Generation: 2, Status: resource.Status{Conditions: cond("True", 2)}},
+			reconcile.ResourceState{Generation: 2, Reconciled: true, Reason: "R"}},
+		{"ready at an older generation", resource.Resource{Generation: 3, Status: resource.Status{Conditions: cond("True", 2)}},
+			reconcile.ResourceState{Generation: 3, Reason: "R"}},
+		{"not ready", resource.Resource{Generation: 1, Status: resource.Status{Conditions: cond("False", 1)}},
+			reconcile.ResourceState{Generation: 1, Reason: "R"}},
+		{"deleting", resource.Resource{Generation: 4, DeletedTime: &now, Status: resource.Status{Conditions: cond("True", 4)}},
+			reconcile.ResourceState{Generation: 4, Deleting: true, Reason: "R"}},
+		{"no conditions", resource.Resource{Generation: 1}, reconcile.ResourceState{Generation: 1}},
+	}
+	for _, c := range cases {
+		if got := activities.StateOf(&c.res); got != c.want {
+			t.Errorf("%s: StateOf = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Debug(string, ...any) {}
+func (quiet) Info(string, ...any)  {}
+func (quiet) Warn(string, ...any)  {}
+func (quiet) Error(string, ...any) {}

@@ -1,0 +1,178 @@
+// Package activities runs the adapter engine's phases as Temporal
+// activities: thin wrappers that decode the state handed over by the
+// workflow, run one phase and hand the state back. Each adapter's
+// activities are registered on that adapter's own task queue, so an adapter
+// can run as its own deployment with its own credentials.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// Adapter hosts one adapter's phases.
+type Adapter struct {
+	Engine *executor.Engine
+	Logger zerolog.Logger
+}
+
+// Registry is the part of a Temporal worker that registers activities.
+type Registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register adds the three phases under the names the workflow calls.
+func (a *Adapter) Register(r Registry) {
+	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: reconcile.ActivityPrepare})
+	r.RegisterActivityWithOptions(a.Apply, activity.RegisterOptions{Name: reconcile.ActivityApply})
+	r.RegisterActivityWithOptions(a.Report, activity.RegisterOptions{Name: reconcile.ActivityReport})
+}
+
+// Prepare resolves params and checks preconditions against the API.
+func (a *Adapter) Prepare(ctx context.Context, in reconcile.PrepareInput) (reconcile.PhaseResult, error) {
+	event, err := eventMap(in)
+	if err != nil {
+		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
+	}
+	var st *executor.State
+	heartbeating(ctx, func(ctx context.Context) { st = a.Engine.Prepare(ctx, event) })
+	return a.result(ctx, st, nil)
+}
+
+// Apply creates, updates or deletes the adapter's resources and discovers
+// them again.
+func (a *Adapter) Apply(ctx context.Context, state json.RawMessage) (reconcile.PhaseResult, error) {
+	st, err := decodeState(state)
+	if err != nil {
+		return reconcile.PhaseResult{}, err
+	}
+	heartbeating(ctx, func(ctx context.Context) { a.Engine.ApplyResources(ctx, st) })
+	return a.result(ctx, st, nil)
+}
+
+// Report builds the status payloads and sends them to the API. A rejected
+// report (4xx) is not retried: the same payload would be rejected again.
+func (a *Adapter) Report(ctx context.Context, state json.RawMessage) (reconcile.PhaseResult, error) {
+	st, err := decodeState(state)
+	if err != nil {
+		return reconcile.PhaseResult{}, err
+	}
+	var post *executor.PostResult
+	var postErr error
+	heartbeating(ctx, func(ctx context.Context) { post, postErr = a.Engine.Report(ctx, st) })
+	if postErr != nil {
+		if ctx.Err() != nil || (post != nil && post.Retryable) {
+			return reconcile.PhaseResult{}, fmt.Errorf("report status of %s: %w", resourceOf(st), postErr)
+		}
+		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("report status of %s: %v", resourceOf(st), postErr), reconcile.ErrRejected, postErr)
+	}
+	return a.result(ctx, st, post)
+}
+
+func (a *Adapter) result(ctx context.Context, st *executor.State, post *executor.PostResult) (reconcile.PhaseResult, error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.PhaseResult{}, err // cancelled or timed out: the state is partial
+	}
+	if info := activity.GetInfo(ctx); info.Attempt > 1 {
+		a.Logger.Info().Str("adapter", a.Engine.Name()).Interface("kind", st.Event["kind"]).Interface("resource_id", st.Event["id"]).
+			Interface("generation", st.Event["generation"]).Str("activity", info.ActivityType.Name).
+			Int32("attempt", info.Attempt).Msg("activity retried")
+	}
+	st.Compact()
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("encode %s state: %v", a.Engine.Name(), err), reconcile.ErrConfig, err)
+	}
+	return reconcile.PhaseResult{State: raw, Summary: summarize(st, post)}, nil
+}
+
+func summarize(st *executor.State, post *executor.PostResult) reconcile.Summary {
+	s := reconcile.Summary{
+		ExecutionStatus:  st.Meta.ExecutionStatus,
+		ResourcesSkipped: st.Meta.ResourcesSkipped,
+		SkipReason:       st.Meta.SkipReason,
+		Gone:             st.Gone,
+	}
+	if e := st.Meta.ExecutionError; e != nil {
+		s.ErrorPhase, s.Error = e.Phase, e.Step+": "+e.Message
+	}
+	if post != nil {
+		s.Reported = post.Reported
+	}
+	return s
+}
+
+func eventMap(in reconcile.PrepareInput) (map[string]any, error) {
+	if in.Event.ID == "" || in.Event.Kind == "" {
+		return nil, errors.New("the reconcile event names no resource (id and kind are required)")
+	}
+	raw, err := json.Marshal(in.Event)
+	if err != nil {
+		return nil, err
+	}
+	v, err := jsonvalue.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	event, _ := jsonvalue.Normalize(v).(map[string]any)
+	return event, nil
+}
+
+// decodeState reads the state a previous phase returned. A state that does
+// not decode is a bug, not a transient fault: it is not retried.
+func decodeState(raw json.RawMessage) (*executor.State, error) {
+	var st executor.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("decode adapter state: "+err.Error(), reconcile.ErrConfig, err)
+	}
+	if len(st.Event) == 0 {
+		return nil, temporal.NewNonRetryableApplicationError("decode adapter state: no event", reconcile.ErrConfig, nil)
+	}
+	return &st, nil
+}
+
+func resourceOf(st *executor.State) string {
+	kind, _ := st.Event["kind"].(string)
+	id, _ := st.Event["id"].(string)
+	return kind + " " + id
+}
+
+// heartbeating runs fn while telling Temporal the activity is alive, so a
+// crashed worker's activity is retried elsewhere after the heartbeat timeout
+// instead of the much longer start-to-close timeout. The first beat comes
+// after a quarter of the timeout: short phases send none.
+func heartbeating(ctx context.Context, fn func(ctx context.Context)) {
+	timeout := activity.GetInfo(ctx).HeartbeatTimeout
+	if timeout <= 0 {
+		fn(ctx)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(timeout / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	defer close(done)
+	fn(ctx)
+}

@@ -1,0 +1,331 @@
+package relay_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
+	"github.com/hyperfleet/hyperfleet/apiserver/relay"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
+	"github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+func TestGroupFoldsRowsPerResource(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	rows := []store.OutboxEntry{
+		{ID: 1, Kind: "Cluster", ResourceID: "c1", Generation: 1, Reason: "created", CreatedTime: t0},
+		{ID: 2, Kind: "NodePool", ResourceID: "np1", ParentID: "c1", Generation: 1, Reason: "created", CreatedTime: t0.Add(time.Second)},
+		{ID: 3, Kind: "Cluster", ResourceID: "c1", Generation: 3, Reason: "updated", CreatedTime: t0.Add(2 * time.Second)},
+		{ID: 4, Kind: "Cluster", ResourceID: "c1", Generation: 2, Reason: "updated", CreatedTime: t0.Add(3 * time.Second)},
+		{ID: 5, Kind: "NodePool", ResourceID: "np1", ParentID: "c1", Generation: 2, Reason: "removed", CreatedTime: t0.Add(4 * time.Second)},
+		{ID: 6, Kind: "NodePool", ResourceID: "np1", ParentID: "c1", Generation: 3, Reason: "deleting", CreatedTime: t0.Add(5 * time.Second)},
+	}
+	got := relay.Group(rows)
+	want := []relay.Delivery{
+		{Ref: reconcile.Ref{Kind: "Cluster", ID: "c1"}, Generation: 3, Reason: "updated", RowIDs: []int64{1, 3, 4}, Oldest: t0},
+		{Ref: reconcile.Ref{Kind: "NodePool", ID: "np1", ParentID: "c1"}, Generation: 3, Reason: "removed", RowIDs: []int64{2, 5, 6}, Oldest: t0.Add(time.Second)},
+	}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Errorf("Group =\n%+v\nwant\n%+v", got, want)
+	}
+	if len(relay.Group(nil)) != 0 {
+		t.Error("no rows, no deliveries")
+	}
+}
+
+// world is a store, the lifecycle service writing to it, and a real
+// Temporal server with no worker: workflows started here just wait, which
+// is all the relay is responsible for.
+type world struct {
+	t     *testing.T
+	store store.Store
+	svc   *lifecycle.Service
+	tc    client.Client
+	relay *relay.Relay
+}
+
+var registered = map[string][]string{resource.KindCluster: {"validation", "landing-zone"}, resource.KindNodePool: {"nodepool-config"}}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hf.db"), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := embeddedtemporal.Start(embeddedtemporal.Config{SearchAttributes: reconcile.SearchAttributes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	tc, err := srv.Dial(client.Options{Logger: silent{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+	w := &world{t: t, store: st, tc: tc,
+		svc: lifecycle.New(lifecycle.Config{Store: st, Registered: registered, Logger: zerolog.Nop()})}
+	w.relay = relay.New(relay.Config{Store: st, Temporal: tc, Registered: registered, Sweep: -1,
+		Options: reconcile.Options{StabilityWindow: time.Hour}, Logger: zerolog.Nop()})
+	return w
+}
+
+func (w *world) createCluster(name string) *resource.Resource {
+	w.t.Helper()
+	r, err := w.svc.Create(context.Background(), resource.KindCluster, "", &lifecycle.CreateRequest{Kind: resource.KindCluster, Name: name, Spec: json.RawMessage(`{}`)}, "test")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return r
+}
+
+func (w *world) pending() int {
+	w.t.Helper()
+	rows, err := w.store.PendingOutbox(context.Background(), 1000)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return len(rows)
+}
+
+// started returns the input a workflow was started with and the signals it
+// received.
+func (w *world) started(kind, id string) (reconcile.Input, []reconcile.Signal) {
+	w.t.Helper()
+	it := w.tc.GetWorkflowHistory(context.Background(), reconcile.WorkflowID(kind, id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var in reconcile.Input
+	var sigs []reconcile.Signal
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			w.t.Fatalf("history of %s %s: %v", kind, id, err)
+		}
+		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			if err := json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in); err != nil {
+				w.t.Fatal(err)
+			}
+			if a.GetTaskQueue().GetName() != reconcile.TaskQueue {
+				w.t.Errorf("started on task queue %s", a.GetTaskQueue().GetName())
+			}
+		}
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+			var s reconcile.Signal
+			if err := json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &s); err != nil {
+				w.t.Fatal(err)
+			}
+			sigs = append(sigs, s)
+		}
+	}
+	return in, sigs
+}
+
+func (w *world) workflowExists(kind, id string) bool {
+	w.t.Helper()
+	_, err := w.tc.DescribeWorkflowExecution(context.Background(), reconcile.WorkflowID(kind, id), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return true
+}
+
+func TestDrainStartsOneWorkflowPerResourceAtItsNewestGeneration(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	c := w.createCluster("relay-1")
+	for _, spec := range []string{`{"a":1}`, `{"a":2}`} {
+		if _, err := w.svc.Patch(ctx, lifecycle.Ref{Kind: resource.KindCluster, ID: c.ID}, &lifecycle.PatchRequest{Spec: json.RawMessage(spec)}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	np, err := w.svc.Create(ctx, resource.KindNodePool, c.ID, &lifecycle.CreateRequest{Kind: resource.KindNodePool, Name: "workers", Spec: json.RawMessage(`{}`)}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.pending() != 4 {
+		t.Fatalf("outbox holds %d rows, want 4 (create, 2 patches, node pool)", w.pending())
+	}
+
+	n, err := w.relay.Drain(ctx)
+	if err != nil || n != 4 {
+		t.Fatalf("Drain = %d, %v", n, err)
+	}
+	if w.pending() != 0 {
+		t.Errorf("%d rows left after a successful drain", w.pending())
+	}
+	in, sigs := w.started(resource.KindCluster, c.ID)
+	if in.Ref != (reconcile.Ref{Kind: resource.KindCluster, ID: c.ID}) || in.Generation != 3 ||
+		fmt.Sprint(in.Adapters) != "[validation landing-zone]" || in.Options.StabilityWindow != time.Hour {
+		t.Errorf("cluster workflow input = %+v", in)
+	}
+	if len(sigs) != 1 || sigs[0].Generation != 3 || sigs[0].Reason != "updated" || sigs[0].Options == nil {
+		t.Errorf("signals = %+v, want one at generation 3", sigs)
+	}
+	npIn, _ := w.started(resource.KindNodePool, np.ID)
+	if npIn.Ref.ParentID != c.ID || fmt.Sprint(npIn.Adapters) != "[nodepool-config]" {
+		t.Errorf("node pool workflow input = %+v", npIn)
+	}
+
+	// Delivering the same generation again (a second replica, a crash
+	// before the ack) only adds a signal to the same workflow.
+	if err := w.relay.Resync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, sigs = w.started(resource.KindCluster, c.ID)
+	if len(sigs) != 2 || sigs[1].Reason != reconcile.ReasonResync || sigs[1].Generation != 3 {
+		t.Errorf("after resync, signals = %+v", sigs)
+	}
+}
+
+func TestRemovedResourceGetsNoNewWorkflow(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	c := w.createCluster("relay-removed")
+	if _, err := w.relay.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A node pool created and removed before the relay ran: its rows fold
+	// into "removed", which must not start a workflow, but tells the
+	// cluster's.
+	err := w.store.InTx(ctx, func(tx store.Tx) error {
+		for _, e := range []store.OutboxEntry{
+			{Kind: resource.KindNodePool, ResourceID: "np-gone", ParentID: c.ID, Generation: 1, Reason: store.OutboxCreated, CreatedTime: time.Now()},
+			{Kind: resource.KindNodePool, ResourceID: "np-gone", ParentID: c.ID, Generation: 2, Reason: store.OutboxRemoved, CreatedTime: time.Now()},
+		} {
+			if err := tx.AppendOutbox(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.relay.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w.workflowExists(resource.KindNodePool, "np-gone") {
+		t.Error("a removed node pool got a workflow")
+	}
+	_, sigs := w.started(resource.KindCluster, c.ID)
+	if last := sigs[len(sigs)-1]; last.Reason != reconcile.ReasonChildRemoved {
+		t.Errorf("cluster's last signal = %+v, want child-removed", last)
+	}
+	if w.pending() != 0 {
+		t.Error("rows of a removed resource stay pending")
+	}
+}
+
+func TestKindWithoutAdaptersIsAcknowledged(t *testing.T) {
+	w := newWorld(t)
+	w.relay = relay.New(relay.Config{Store: w.store, Temporal: w.tc, Registered: map[string][]string{resource.KindCluster: {}}, Logger: zerolog.Nop()})
+	c := w.createCluster("relay-no-adapters")
+	if _, err := w.relay.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w.workflowExists(resource.KindCluster, c.ID) || w.pending() != 0 {
+		t.Error("with no adapters registered, nothing is started and the row is done")
+	}
+}
+
+func TestUnreachableTemporalKeepsRowsAndReportsUnready(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	down, err := client.NewLazyClient(client.Options{HostPort: addr, Logger: silent{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	r := relay.New(relay.Config{Store: w.store, Temporal: down, Registered: registered, CallTimeout: 300 * time.Millisecond, Logger: zerolog.Nop()})
+	c := w.createCluster("relay-down")
+
+	if _, err := r.Drain(ctx); err == nil {
+		t.Fatal("Drain succeeded with Temporal down")
+	}
+	if w.pending() != 1 {
+		t.Errorf("the row must wait for Temporal, pending = %d", w.pending())
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := r.Check(cctx); err == nil {
+		t.Error("Check = nil with Temporal down")
+	}
+	// The same row goes through once Temporal answers.
+	if _, err := w.relay.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !w.workflowExists(resource.KindCluster, c.ID) || w.pending() != 0 {
+		t.Error("the waiting row was not delivered")
+	}
+	if err := w.relay.Check(ctx); err != nil {
+		t.Errorf("Check = %v with Temporal up", err)
+	}
+}
+
+func TestRunDeliversOnNudgeAndResyncsAtStart(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A resource whose hand-off was lost (its row acknowledged, no
+	// workflow): the start-up pass covers it.
+	lost := w.createCluster("relay-lost")
+	rows, _ := w.store.PendingOutbox(ctx, 10)
+	for _, r := range rows {
+		_ = w.store.AckOutbox(ctx, r.ID)
+	}
+	w.svc.OnOutbox(w.relay.Nudge)
+	done := make(chan error, 1)
+	go func() { done <- w.relay.Run(ctx) }()
+
+	eventually(t, func() bool { return w.workflowExists(resource.KindCluster, lost.ID) }, "the start-up pass did not start the lost resource's workflow")
+	// The sweep is off: only the nudge after commit can deliver this one.
+	c := w.createCluster("relay-nudged")
+	eventually(t, func() bool { return w.workflowExists(resource.KindCluster, c.ID) }, "a nudge did not deliver the new cluster")
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal(msg)
+}
+
+type silent struct{}
+
+func (silent) Debug(string, ...any) {}
+func (silent) Info(string, ...any)  {}
+func (silent) Warn(string, ...any)  {}
+func (silent) Error(string, ...any) {}

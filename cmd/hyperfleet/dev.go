@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+
+	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
+	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
+	"github.com/hyperfleet/hyperfleet/internal/stack"
+	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
+	"github.com/hyperfleet/hyperfleet/internal/version"
+	"github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/taskconfigs"
+	"github.com/hyperfleet/hyperfleet/worker"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// The shipped adapters dev runs, by kind. The Kubernetes ones need a
+// cluster; the others only the API.
+var (
+	devAdapters = map[string][]string{
+		resource.KindCluster:  {"validation"},
+		resource.KindNodePool: {"nodepool-validation"},
+	}
+	devKubeAdapters = map[string][]string{
+		resource.KindCluster:  {"landing-zone", "validation-job"},
+		resource.KindNodePool: {"nodepool-config"},
+	}
+)
+
+type devFlags struct {
+	db           dbFlags
+	reconcile    reconcileFlags
+	listen       string
+	temporalPort int
+	uiPort       int
+	kubeconfig   string
+	taskconfigs  string
+}
+
+func newDevCommand() *cobra.Command {
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the whole system in one process (make run)",
+		Long: `Start, in one process: an embedded Temporal server persisted under
+--state-dir with its Web UI, the API on SQLite, the outbox relay, the
+reconcile worker and the shipped adapters.
+
+Without a Kubernetes cluster only the adapters that need none run
+(validation, nodepool-validation). With KUBECONFIG set, or --kubeconfig, the
+Kubernetes adapters run against that cluster too (landing-zone,
+validation-job, nodepool-config).`,
+		Args:    cobra.NoArgs,
+		PreRunE: bindEnvPreRun,
+		RunE: withLogger(func(ctx context.Context, log zerolog.Logger) error {
+			return runDev(ctx, &f, log)
+		}),
+	}
+	fs := cmd.Flags()
+	f.db.add(fs)
+	f.reconcile.add(fs)
+	fs.StringVar(&f.listen, "listen", ":8000", "address of the API")
+	fs.IntVar(&f.temporalPort, "temporal-port", 7233, "port of the embedded Temporal frontend on 127.0.0.1")
+	fs.IntVar(&f.uiPort, "ui-port", 8233, "port of the Temporal Web UI on 127.0.0.1 (0: no UI)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "cluster for the Kubernetes adapters (default: $KUBECONFIG; without either they stay off)")
+	fs.StringVar(&f.taskconfigs, "taskconfigs", "", "directory of adapter directories to run instead of the shipped ones (default: the shipped adapters, extracted under --state-dir)")
+	return cmd
+}
+
+func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
+	state := f.db.stateDir
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return fmt.Errorf("--state-dir %s: %w", state, err)
+	}
+	storeCfg, err := f.db.config()
+	if err != nil {
+		return err
+	}
+
+	kube, kubeSource, err := devKube(ctx, f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	dirs, err := devAdapterDirs(f.taskconfigs, state)
+	if err != nil {
+		return err
+	}
+	registered := map[string][]string{}
+	var files []worker.AdapterFiles
+	add := func(set map[string][]string) error {
+		for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
+			for _, name := range set[kind] {
+				dir, ok := dirs[name]
+				if !ok {
+					return fmt.Errorf("adapter %s not found under %s: the directory must hold %s/adapter-config.yaml and %s/adapter-task-config.yaml", name, f.taskconfigs, name, name)
+				}
+				registered[kind] = append(registered[kind], name)
+				files = append(files, worker.AdapterFiles{Config: filepath.Join(dir, "adapter-config.yaml"), TaskConfig: filepath.Join(dir, "adapter-task-config.yaml")})
+			}
+		}
+		return nil
+	}
+	if err := add(devAdapters); err != nil {
+		return err
+	}
+	if kube != nil {
+		if err := add(devKubeAdapters); err != nil {
+			return err
+		}
+		log.Info().Str("cluster", kube.Host).Str("from", kubeSource).Msg("Kubernetes adapters on: landing-zone, validation-job, nodepool-config")
+	} else {
+		log.Warn().Msg("Kubernetes adapters off (landing-zone, validation-job, nodepool-config): no cluster configured. " +
+			"Set KUBECONFIG or pass --kubeconfig to run them, e.g. KUBECONFIG=~/.kube/config make run")
+	}
+
+	srv, err := embeddedtemporal.Start(embeddedtemporal.Config{
+		DatabaseFile:     filepath.Join(state, "temporal.db"),
+		Port:             f.temporalPort,
+		SearchAttributes: reconcile.SearchAttributes(),
+		LogFile:          filepath.Join(state, "temporal.log"),
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	uiURL := ""
+	if f.uiPort != 0 {
+		ui, err := srv.StartUI(f.uiPort)
+		if err != nil {
+			return err
+		}
+		defer ui.Stop()
+		uiURL = ui.URL
+	}
+	tc, err := srv.Dial(client.Options{Logger: temporalclient.Logger(log.With().Str("component", "temporal").Logger())})
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	var kubeFn func() (*rest.Config, error)
+	if kube != nil {
+		kubeFn = func() (*rest.Config, error) { return kube, nil }
+	}
+	s, err := stack.Start(ctx, stack.Config{
+		API: apiserver.Options{
+			Server:     apiserver.Config{Listen: f.listen, Version: version.Version, BuildTime: version.BuildTime},
+			Store:      storeCfg,
+			Registered: registered,
+			Logger:     log,
+		},
+		Temporal: tc, Namespace: srv.Namespace(),
+		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep,
+		Adapters: files,
+		AdapterDeps: worker.AdapterDeps{Kube: kubeFn,
+			KubeMissing: "set KUBECONFIG or pass --kubeconfig"},
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	printWelcome(s.URL, uiURL, srv.HostPort(), state, registered)
+	select {
+	case <-ctx.Done():
+	case <-s.Failed():
+	}
+	log.Info().Msg("stopping")
+	return s.Stop()
+}
+
+// devKube finds the cluster for the Kubernetes adapters: --kubeconfig, else
+// $KUBECONFIG, else none. A configured cluster that does not answer is an
+// error, not a silent fallback.
+func devKube(ctx context.Context, flag string) (*rest.Config, string, error) {
+	path, source := flag, "--kubeconfig"
+	if path == "" {
+		path, source = os.Getenv("KUBECONFIG"), "KUBECONFIG"
+	}
+	if path == "" {
+		return nil, "", nil
+	}
+	cfg, err := kubetransport.RESTConfig(path, 0, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s=%s: %w", source, path, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s=%s: %w", source, path, err)
+	}
+	check := make(chan error, 1)
+	go func() { _, err := dc.ServerVersion(); check <- err }()
+	select {
+	case err = <-check:
+	case <-time.After(10 * time.Second):
+		err = fmt.Errorf("no answer from %s within 10s", cfg.Host)
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%s=%s: cluster %s unreachable: %w (unset it to run without the Kubernetes adapters)", source, path, cfg.Host, err)
+	}
+	return cfg, source + "=" + path, nil
+}
+
+// devAdapterDirs finds each adapter's directory: under --taskconfigs, or
+// the shipped adapters extracted into the state directory.
+func devAdapterDirs(root, state string) (map[string]string, error) {
+	if root == "" {
+		return taskconfigs.Extract(filepath.Join(state, "taskconfigs"))
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("--taskconfigs: %w", err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() {
+			out[e.Name()] = filepath.Join(root, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func printWelcome(apiURL, uiURL, temporal, state string, registered map[string][]string) {
+	host, port, _ := net.SplitHostPort(apiURL[len("http://"):])
+	if host == "127.0.0.1" {
+		host = "localhost"
+	}
+	api := "http://" + net.JoinHostPort(host, port)
+	ui := uiURL
+	if ui == "" {
+		ui = "(off)"
+	}
+	fmt.Fprintf(os.Stderr, `
+HyperFleet is running.
+  API          %s/api/hyperfleet/v1   (OpenAPI: %s/api/hyperfleet/v1/openapi.html)
+  Temporal UI  %s   (workflows: hyperfleet-cluster-<id>, hyperfleet-nodepool-<id>)
+  Temporal     %s, namespace default
+  State        %s (delete it to start from scratch)
+  Adapters     clusters: %v, node pools: %v
+
+Try:
+  curl -s -X POST %s/api/hyperfleet/v1/clusters -d '{"kind":"Cluster","name":"demo","spec":{}}'
+  curl -s %s/api/hyperfleet/v1/clusters | jq '.items[] | {id, generation, ready: (.status.conditions[] | select(.type=="Ready") | .status)}'
+
+Press Ctrl-C to stop.
+`, api, api, ui, temporal, state, registered[resource.KindCluster], registered[resource.KindNodePool], api, api)
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// temporalFlags locate an external Temporal (serve and worker).
+type temporalFlags struct {
+	cfg temporalclient.Config
+}
+
+func (t *temporalFlags) add(fs *pflag.FlagSet, defaultAddress string) {
+	fs.StringVar(&t.cfg.Address, "temporal-address", defaultAddress, "Temporal frontend host:port")
+	fs.StringVar(&t.cfg.Namespace, "temporal-namespace", "default", "Temporal namespace of the reconcile workflows")
+	fs.BoolVar(&t.cfg.TLS.Enabled, "temporal-tls", false, "connect to Temporal over TLS (implied by the other --temporal-tls-* flags)")
+	fs.StringVar(&t.cfg.TLS.CAFile, "temporal-tls-ca", "", "PEM file of the CA that signed Temporal's certificate (default: system roots)")
+	fs.StringVar(&t.cfg.TLS.CertFile, "temporal-tls-cert", "", "PEM client certificate for mutual TLS")
+	fs.StringVar(&t.cfg.TLS.KeyFile, "temporal-tls-key", "", "PEM key of the client certificate")
+	fs.StringVar(&t.cfg.TLS.ServerName, "temporal-tls-server-name", "", "name to verify in Temporal's certificate (default: the address's host)")
+	fs.StringVar(&t.cfg.APIKey, "temporal-api-key", "", "API key for Temporal Cloud (implies TLS)")
+}
+
+// reconcileFlags tune the workflows the relay starts.
+type reconcileFlags struct {
+	opts  reconcile.Options
+	sweep time.Duration
+}
+
+func (r *reconcileFlags) add(fs *pflag.FlagSet) {
+	fs.DurationVar(&r.opts.StabilityWindow, "stability-window", 30*time.Minute, "re-run the adapters of a Reconciled resource this long after its last round, so they can self-heal")
+	fs.DurationVar(&r.opts.InitialBackoff, "reconcile-backoff", 2*time.Second, "first wait before re-running a resource that is not Reconciled; doubles per round")
+	fs.DurationVar(&r.opts.MaxBackoff, "reconcile-backoff-max", time.Minute, "longest wait between rounds of a resource that is not Reconciled")
+	fs.DurationVar(&r.opts.HeartbeatTimeout, "activity-heartbeat-timeout", 20*time.Second, "how long an adapter activity may go silent before Temporal retries it on another worker")
+	fs.DurationVar(&r.sweep, "relay-sweep", time.Minute, "re-read the outbox this often as a safety net for rows another API replica left behind (negative disables)")
+}

@@ -1,0 +1,67 @@
+package embeddedtemporal
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	"github.com/temporalio/ui-server/v2/server/server_options"
+)
+
+// UI is the Temporal Web UI serving one frontend.
+type UI struct {
+	srv *uiserver.Server
+	URL string
+}
+
+// StartUI serves the Web UI for the server on 127.0.0.1:port. The UI
+// library exits the process when it cannot listen, so the port is checked
+// first and a clear error returned instead.
+func (s *Server) StartUI(port int) (*UI, error) {
+	if err := portFree(port); err != nil {
+		return nil, fmt.Errorf("temporal UI port %d: %w (pick another with --ui-port, or 0 to run without the UI)", port, err)
+	}
+	srv := uiserver.NewServer(server_options.WithConfigProvider(&uiconfig.Config{
+		Host:                "127.0.0.1",
+		Port:                port,
+		TemporalGRPCAddress: s.hostPort,
+		EnableUI:            true,
+		DefaultNamespace:    s.cfg.Namespace,
+		HideLogs:            true,
+		DisableNewsFetch:    true,
+		// Plain HTTP on loopback: the CSRF cookie must not require HTTPS.
+		CORS: uiconfig.CORS{CookieInsecure: true},
+	}))
+	go func() { _ = srv.Start() }()
+	ui := &UI{srv: srv, URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	if err := waitHTTP(ui.URL+"/healthz", 10*time.Second); err != nil {
+		srv.Stop()
+		return nil, fmt.Errorf("temporal UI: %w", err)
+	}
+	return ui, nil
+}
+
+// Stop closes the UI's listener.
+func (u *UI) Stop() { u.srv.Stop() }
+
+func waitHTTP(url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url) //nolint:gosec // loopback URL we built
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return nil
+			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("not answering %s after %s: %v", url, within, last)
+}

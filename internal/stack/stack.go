@@ -1,0 +1,192 @@
+// Package stack assembles the whole system in one process: the API with its
+// outbox relay, the reconcile worker and adapter workers, all talking to one
+// Temporal. `hyperfleet dev` runs it on the embedded Temporal server; the
+// end-to-end tests run it against real PostgreSQL and kube-apiserver.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+
+	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	adaptermetrics "github.com/hyperfleet/hyperfleet/adapter/metrics"
+	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/relay"
+	"github.com/hyperfleet/hyperfleet/worker"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// Config of a stack.
+type Config struct {
+	// API configures the API; API.Server.Listen is where it listens
+	// ("127.0.0.1:0" picks a free port).
+	API apiserver.Options
+	// Temporal is the connection every part shares.
+	Temporal  client.Client
+	Namespace string
+	// Reconcile tunes the workflows the relay starts.
+	Reconcile reconcile.Options
+	// RelaySweep is the relay's safety-net interval (0: its default).
+	RelaySweep time.Duration
+	// Adapters to host in-process, with what they share; the API base URL
+	// and the logger are the stack's own.
+	Adapters    []worker.AdapterFiles
+	AdapterDeps worker.AdapterDeps
+	// NoWorkers leaves the reconciler and adapters to other processes.
+	NoWorkers bool
+	Logger    zerolog.Logger
+}
+
+// Stack is a running system.
+type Stack struct {
+	App     *apiserver.App
+	Relay   *relay.Relay
+	Workers *worker.Host
+	// URL is the API's base URL (http://127.0.0.1:port).
+	URL string
+
+	cfg      Config
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	serveErr error
+	failed   chan struct{}
+}
+
+// Start brings the system up: API listening, relay handing over, workers
+// polling. Stop takes it down.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	if cfg.Temporal == nil {
+		return nil, errors.New("stack: no Temporal client")
+	}
+	ln, err := net.Listen("tcp", cfg.API.Server.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.API.Server.Listen, err)
+	}
+	app, err := apiserver.Build(ctx, cfg.API)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &Stack{App: app, cfg: cfg, URL: "http://" + loopback(ln.Addr()), failed: make(chan struct{})}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+
+	s.Relay = relay.New(relay.Config{
+		Store: app.Store, Temporal: cfg.Temporal, Registered: cfg.API.Registered,
+		Options: cfg.Reconcile, Sweep: cfg.RelaySweep,
+		Registerer: app.Metrics.Registry, Logger: cfg.Logger.With().Str("component", "relay").Logger(),
+	})
+	app.Service.OnOutbox(s.Relay.Nudge)
+	app.Server.AddReadinessCheck(apiserver.Check{Name: "workflow-engine", Check: s.Relay.Check})
+	s.goRun(func() error { return s.Relay.Run(runCtx) })
+	s.goRun(func() error { return app.Server.Serve(runCtx, ln) })
+
+	if !cfg.NoWorkers {
+		if err := s.StartWorkers(); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// StartWorkers starts the in-process reconciler and adapter workers (again,
+// after StopWorkers).
+func (s *Stack) StartWorkers() error {
+	deps := s.cfg.AdapterDeps
+	deps.APIBaseURL = s.URL
+	if deps.Metrics == nil {
+		deps.Metrics = adaptermetrics.New(s.App.Metrics.Registry)
+		s.cfg.AdapterDeps.Metrics = deps.Metrics
+	}
+	deps.Logger = s.cfg.Logger
+	engines := make([]*executor.Engine, 0, len(s.cfg.Adapters))
+	for _, files := range s.cfg.Adapters {
+		eng, err := worker.LoadAdapter(files, deps)
+		if err != nil {
+			return err
+		}
+		engines = append(engines, eng)
+	}
+	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.URL, RetryAttempts: 1, Timeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	host, err := worker.Start(worker.Config{
+		Client: s.cfg.Temporal, Reconciler: true, API: api, Adapters: engines,
+		Logger: s.cfg.Logger.With().Str("component", "worker").Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	s.Workers = host
+	return nil
+}
+
+// StopWorkers stops the in-process workers.
+func (s *Stack) StopWorkers() {
+	if s.Workers != nil {
+		s.Workers.Stop()
+		s.Workers = nil
+	}
+}
+
+// Stop takes everything down and closes the store.
+func (s *Stack) Stop() error {
+	s.StopWorkers()
+	s.cancel()
+	s.wg.Wait()
+	err := s.App.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.serveErr, err)
+}
+
+// Failed is closed when a background part (the HTTP server, the relay)
+// stops with an error; Err says which.
+func (s *Stack) Failed() <-chan struct{} { return s.failed }
+
+// Err is the first failure of a background part, if any.
+func (s *Stack) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.serveErr
+}
+
+func (s *Stack) goRun(fn func() error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := fn(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.mu.Lock()
+			if s.serveErr == nil {
+				s.serveErr = err
+				close(s.failed)
+			}
+			s.mu.Unlock()
+			s.cfg.Logger.Error().Err(err).Msg("stack component stopped")
+		}
+	}()
+}
+
+// loopback names a listener's address the way a local client reaches it.
+func loopback(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if tcp.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", fmt.Sprint(tcp.Port))
+	}
+	return tcp.String()
+}

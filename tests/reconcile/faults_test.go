@@ -1,0 +1,320 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
+	hf "github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/worker"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// Contract, "Reconciliation": a Reconciled resource is re-run after the
+// stability window "so adapters can self-heal deleted resources".
+func TestSelfHealingRoundRecreatesDeletedResource(t *testing.T) {
+	opts := defaultOptions()
+	opts.reconcile.StabilityWindow = 2 * time.Second
+	s := newSystem(t, opts)
+	c := s.createCluster("e2e-self-heal", nil)
+	s.waitReady(c, 1, 60*time.Second)
+
+	if err := s.cs.CoreV1().ConfigMaps(c.ID).Delete(context.Background(), "cluster-info", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		return s.configMapExists(c.ID, "cluster-info"), "cluster-info not re-created"
+	}, func() string { return s.describe(c) })
+	// No generation bump was needed: the stability-window round did it.
+	if got, _ := s.get(c); got.Generation != 1 {
+		t.Errorf("generation %d, want 1", got.Generation)
+	}
+}
+
+// An adapter whose Kubernetes apply fails reports Health=False with the
+// error, keeps the resource not Ready, and recovers once the fault is gone.
+func TestApplyFailureReportsHealthFalseThenRecovers(t *testing.T) {
+	s := newSystem(t, defaultOptions())
+	c := s.createCluster("e2e-apply-fault", nil)
+	s.waitReady(c, 1, 60*time.Second)
+	ctx := context.Background()
+
+	// A quota of zero ConfigMaps refuses every new one in the namespace.
+	// No quota controller runs here, so the test fills in its status.
+	zero := corev1.ResourceList{corev1.ResourceConfigMaps: resource.MustParse("0")}
+	quota, err := s.cs.CoreV1().ResourceQuotas(c.ID).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-configmaps", Namespace: c.ID},
+		Spec:       corev1.ResourceQuotaSpec{Hard: zero},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quota.Status = corev1.ResourceQuotaStatus{Hard: zero, Used: zero}
+	if _, err := s.cs.CoreV1().ResourceQuotas(c.ID).UpdateStatus(ctx, quota, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cs.CoreV1().ConfigMaps(c.ID).Delete(ctx, "cluster-info", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.mustDo(http.MethodPatch, path(c), map[string]any{"spec": map[string]any{"nodes": 2}}, http.StatusOK)
+
+	var health hf.AdapterCondition
+	eventually(t, 30*time.Second, func() (bool, string) {
+		st := s.statuses(c)["landing-zone"]
+		for _, cond := range st.Conditions {
+			if cond.Type == hf.ConditionHealth {
+				health = cond
+			}
+		}
+		return st.ObservedGeneration == 2 && health.Status == hf.StatusFalse, fmt.Sprintf("landing-zone at %d Health=%s", st.ObservedGeneration, health.Status)
+	}, func() string { return s.describe(c) })
+	if !strings.Contains(health.Message, "quota") || !strings.Contains(health.Message, "clusterConfig") {
+		t.Errorf("Health message %q should name the resource and the Kubernetes error", health.Message)
+	}
+	// Backoff rounds keep failing while the fault lasts.
+	time.Sleep(3 * time.Second)
+	got, _ := s.get(c)
+	if ready(got) {
+		t.Fatal("Ready=True although landing-zone cannot apply")
+	}
+	v, _ := s.view(hf.KindCluster, c.ID)
+	if v.Phase != reconcile.PhaseBackoff && v.Phase != reconcile.PhaseRunning || v.Round < 4 {
+		t.Errorf("workflow view %+v: want backoff rounds while the fault lasts", v)
+	}
+
+	if err := s.cs.CoreV1().ResourceQuotas(c.ID).Delete(ctx, "no-configmaps", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitReady(c, 2, 30*time.Second)
+	if !s.configMapExists(c.ID, "cluster-info") {
+		t.Error("cluster-info not re-created after the fault was removed")
+	}
+	for _, cond := range s.statuses(c)["landing-zone"].Conditions {
+		if cond.Type == hf.ConditionHealth && cond.Status != hf.StatusTrue {
+			t.Errorf("Health after recovery = %s (%s)", cond.Status, cond.Message)
+		}
+	}
+}
+
+// Kill the worker in the middle of a round and start a new one: the round
+// completes on the new worker and nothing is duplicated.
+func TestWorkerKilledMidRound(t *testing.T) {
+	opts := defaultOptions()
+	opts.noWorkers = true
+	opts.registered = map[string][]string{hf.KindCluster: {"validation", "gated-landing-zone"}, hf.KindNodePool: {}}
+	s := newSystem(t, opts)
+
+	// The reconciler runs in this process; the adapters in a worker process
+	// the test kills.
+	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := worker.Start(worker.Config{Client: s.tc, Reconciler: true, API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(host.Stop)
+
+	// The gated adapter's precondition blocks on this server until released.
+	var hits atomic.Int32
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"open":true}`))
+	}))
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }); gate.Close() })
+	gated := gatedLandingZone(t, gate.URL)
+
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(testenv.Binary(t), "worker", "--log-format", "json",
+			"--temporal-address", s.temporalAddr, "--api-base-url", s.url, "--kubeconfig", s.kube.Kubeconfig,
+			"--adapter-dir", shipped("validation"), "--adapter-dir", gated, "--metrics-listen", "")
+		cmd.Env = append(os.Environ(), "KUBECONFIG=")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if os.Getenv("HYPERFLEET_TEST_LOG") == "" {
+			cmd.Stdout, cmd.Stderr = nil, nil
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+		return cmd
+	}
+	first := startWorker()
+	c := s.createCluster("e2e-worker-killed", nil)
+	eventually(t, 30*time.Second, func() (bool, string) { return hits.Load() > 0, "the gated adapter never started" }, nil)
+	// Heartbeats keep a phase alive past the heartbeat timeout (5s here):
+	// it is not retried while its worker lives.
+	time.Sleep(opts.reconcile.HeartbeatTimeout + 2*time.Second)
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the gated precondition was called %d times before the kill: a live activity was retried", n)
+	}
+
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = first.Process.Wait()
+	startWorker()
+	releaseOnce.Do(func() { close(release) })
+
+	s.waitReady(c, 1, 60*time.Second)
+	if !s.namespaceExists(c.ID) || !s.configMapExists(c.ID, "cluster-info") {
+		t.Error("the round did not complete its resources")
+	}
+	st := s.statuses(c)
+	if len(st) != 2 || st["gated-landing-zone"].ObservedGeneration != 1 || st["validation"].ObservedGeneration != 1 {
+		t.Errorf("statuses = %+v, want one report per adapter at generation 1", st)
+	}
+	// One workflow run; the killed prepare was retried (attempt 2), and
+	// every phase of each adapter completed exactly once.
+	events := s.history(hf.KindCluster, c.ID)
+	completed := map[string]int{}
+	scheduled := map[int64]string{}
+	retried := false
+	for _, ev := range events {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = strings.TrimPrefix(a.GetTaskQueue().GetName(), reconcile.AdapterTaskQueue("")) + "/" + a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
+			retried = true
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+			completed[scheduled[a.GetScheduledEventId()]]++
+		}
+	}
+	if !retried {
+		t.Error("no activity was retried: the worker was not killed mid-activity")
+	}
+	for _, a := range []string{"validation", "gated-landing-zone"} {
+		for _, phase := range []string{reconcile.ActivityPrepare, reconcile.ActivityApply, reconcile.ActivityReport} {
+			if n := completed[a+"/"+phase]; n != 1 {
+				t.Errorf("%s %s completed %d times, want 1", a, phase, n)
+			}
+		}
+	}
+	if info := s.describeWorkflow(hf.KindCluster, c.ID); info.RunID == "" {
+		t.Error("no workflow run")
+	}
+	s.recordHistory("cluster-worker-killed", hf.KindCluster, c.ID)
+}
+
+// gatedLandingZone writes a copy of the landing-zone adapter named
+// gated-landing-zone whose first precondition calls the gate.
+func gatedLandingZone(t *testing.T, gateURL string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "gated-landing-zone")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(shipped("landing-zone"), "adapter-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := os.ReadFile(filepath.Join(shipped("landing-zone"), "adapter-task-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgText := strings.Replace(string(cfg), "name: landing-zone", "name: gated-landing-zone", 1)
+	taskText := strings.Replace(string(task), "preconditions:\n", fmt.Sprintf(`preconditions:
+  - name: gate
+    api_call:
+      method: GET
+      url: %s/gate
+      timeout: 60s
+`, gateURL), 1)
+	if cfgText == string(cfg) || taskText == string(task) {
+		t.Fatal("landing-zone changed shape: update gatedLandingZone")
+	}
+	for name, text := range map[string]string{"adapter-config.yaml": cfgText, "adapter-task-config.yaml": taskText} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// Stop Temporal while clusters are being created: the API keeps accepting
+// and reports the engine unready; every cluster reconciles once it is back.
+func TestTemporalOutage(t *testing.T) {
+	opts := defaultOptions()
+	opts.temporalProcess = true
+	s := newSystem(t, opts)
+	first := s.createCluster("e2e-outage-0", nil)
+	s.waitReady(first, 1, 60*time.Second)
+
+	s.stopTemporal()
+	var during []hf.Resource
+	for i := 1; i <= 5; i++ {
+		during = append(during, s.createCluster(fmt.Sprintf("e2e-outage-%d", i), nil))
+	}
+	pending, err := s.stack.App.Store.PendingOutbox(context.Background(), 100)
+	if err != nil || len(pending) < 5 {
+		t.Errorf("outbox during the outage holds %d rows (%v), want the 5 creations waiting", len(pending), err)
+	}
+	code, body := s.readyz()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"database":"ok"`) || !strings.Contains(body, `"workflow-engine":"unavailable`) {
+		t.Errorf("/readyz during the outage = %d %s, want 503 with the database ok and the workflow engine unavailable", code, body)
+	}
+	s.mustDo(http.MethodPatch, path(first), map[string]any{"spec": map[string]any{"nodes": 5}}, http.StatusOK)
+
+	s.startTemporal()
+	for _, c := range during {
+		s.waitReady(c, 1, 90*time.Second)
+	}
+	s.waitReady(first, 2, 60*time.Second)
+	eventually(t, 30*time.Second, func() (bool, string) {
+		code, body := s.readyz()
+		return code == http.StatusOK, body
+	}, nil)
+	if pending, _ := s.stack.App.Store.PendingOutbox(context.Background(), 100); len(pending) != 0 {
+		t.Errorf("%d outbox rows left after Temporal came back", len(pending))
+	}
+}
+
+func (s *system) readyz() (int, string) {
+	s.t.Helper()
+	resp, err := http.Get(s.url + "/readyz")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, resp.Body)
+	return resp.StatusCode, b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

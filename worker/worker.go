@@ -1,0 +1,94 @@
+// Package worker is the HyperFleet worker process: it connects to Temporal
+// and hosts the reconcile workflow (with the ReadResource activity) on the
+// reconciler task queue and each adapter's activities on that adapter's
+// own task queue. One process may host both, or any subset.
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/hyperfleet/hyperfleet/activities"
+	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// Config says what a worker hosts.
+type Config struct {
+	Client client.Client
+	// Reconciler hosts the reconcile workflows; API then reads resources
+	// back for them.
+	Reconciler bool
+	API        *apiclient.Client
+	// Adapters are hosted on their own task queues.
+	Adapters []*executor.Engine
+	// MaxConcurrentActivities bounds each task queue's concurrent
+	// activities (0: the SDK's default).
+	MaxConcurrentActivities int
+	Logger                  zerolog.Logger
+}
+
+// Host runs the Temporal workers of one process.
+type Host struct {
+	workers []sdkworker.Worker
+	queues  []string
+}
+
+// Start registers what cfg names and starts polling.
+func Start(cfg Config) (*Host, error) {
+	if !cfg.Reconciler && len(cfg.Adapters) == 0 {
+		return nil, errors.New("nothing to host: pass --reconciler and/or at least one adapter (--task-config)")
+	}
+	h := &Host{}
+	opts := sdkworker.Options{MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentActivities}
+	if cfg.Reconciler {
+		if cfg.API == nil {
+			return nil, errors.New("the reconciler needs the API's address (--api-base-url)")
+		}
+		w := sdkworker.New(cfg.Client, reconcile.TaskQueue, opts)
+		w.RegisterWorkflowWithOptions(reconcile.Workflow, workflow.RegisterOptions{Name: reconcile.WorkflowName})
+		(&activities.Resources{API: cfg.API}).Register(w)
+		h.add(w, reconcile.TaskQueue)
+	}
+	seen := map[string]bool{}
+	for _, eng := range cfg.Adapters {
+		if seen[eng.Name()] {
+			return nil, fmt.Errorf("adapter %q is configured twice: each adapter name owns one task queue", eng.Name())
+		}
+		seen[eng.Name()] = true
+		queue := reconcile.AdapterTaskQueue(eng.Name())
+		w := sdkworker.New(cfg.Client, queue, opts)
+		(&activities.Adapter{Engine: eng, Logger: cfg.Logger}).Register(w)
+		h.add(w, queue)
+	}
+	for i, w := range h.workers {
+		if err := w.Start(); err != nil {
+			h.Stop()
+			return nil, fmt.Errorf("start worker on task queue %s: %w", h.queues[i], err)
+		}
+	}
+	cfg.Logger.Info().Strs("task_queues", h.queues).Msg("worker polling")
+	return h, nil
+}
+
+func (h *Host) add(w sdkworker.Worker, queue string) {
+	h.workers = append(h.workers, w)
+	h.queues = append(h.queues, queue)
+}
+
+// TaskQueues lists the queues this host polls.
+func (h *Host) TaskQueues() []string { return h.queues }
+
+// Stop stops polling and waits for running activities (up to the SDK's
+// stop timeout).
+func (h *Host) Stop() {
+	for _, w := range h.workers {
+		w.Stop()
+	}
+}

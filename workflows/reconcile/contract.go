@@ -1,0 +1,263 @@
+// Package reconcile is the reconcile workflow: one per cluster or node pool,
+// started or signalled on every generation bump, running every registered
+// adapter for the newest generation and re-running them on a durable backoff
+// until the resource is Reconciled, then after a stability window for
+// self-healing, until the resource is gone.
+//
+// This file is the contract shared with the activities (which implement
+// the named activities) and the API's outbox relay (which starts and
+// signals the workflow): names, identifiers and payload types.
+package reconcile
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// Names registered with Temporal.
+const (
+	WorkflowName = "ReconcileResource"
+	SignalName   = "reconcile"
+	QueryName    = "state"
+	// TaskQueue is where the reconcile workflows and ReadResource run.
+	TaskQueue = "hyperfleet-reconciler"
+
+	ActivityPrepare      = "AdapterPrepare"
+	ActivityApply        = "AdapterApply"
+	ActivityReport       = "AdapterReport"
+	ActivityReadResource = "ReadResource"
+)
+
+// Error types an activity returns for failures retrying cannot fix.
+const (
+	ErrConfig   = "AdapterConfigError"
+	ErrRejected = "StatusRejected"
+)
+
+// WorkflowID is the one workflow of a resource: hyperfleet-cluster-<id>.
+func WorkflowID(kind, id string) string {
+	return "hyperfleet-" + strings.ToLower(kind) + "-" + id
+}
+
+// AdapterTaskQueue is the task queue of one adapter's activities, so each
+// adapter can run in its own worker deployment with its own credentials.
+func AdapterTaskQueue(adapter string) string { return "hyperfleet-adapter-" + adapter }
+
+// Search attributes that find a resource's workflows in the Temporal UI:
+// HyperFleetResourceID="<id>", HyperFleetReconciled=false, ...
+var (
+	AttrKind       = temporal.NewSearchAttributeKeyKeyword("HyperFleetKind")
+	AttrResourceID = temporal.NewSearchAttributeKeyKeyword("HyperFleetResourceID")
+	AttrGeneration = temporal.NewSearchAttributeKeyInt64("HyperFleetGeneration")
+	AttrReconciled = temporal.NewSearchAttributeKeyBool("HyperFleetReconciled")
+)
+
+// SearchAttributes lists the custom search attributes to register on the
+// namespace.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		AttrKind.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrResourceID.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrGeneration.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
+		AttrReconciled.GetName(): enumspb.INDEXED_VALUE_TYPE_BOOL,
+	}
+}
+
+// Ref names the resource a workflow reconciles.
+type Ref struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	// ParentID is the cluster of a node pool.
+	ParentID string `json:"parent_id,omitempty"`
+}
+
+// Href is the resource's API path.
+func (r Ref) Href() string {
+	if r.ParentID != "" {
+		return resource.NodePoolHref(r.ParentID, r.ID)
+	}
+	return resource.ClusterHref(r.ID)
+}
+
+// Event is what an adapter receives: the seed's anemic event, so task
+// configs written for upstream HyperFleet read the same fields.
+func (r Ref) Event(generation int64) resource.Event {
+	ev := resource.Event{ID: r.ID, Kind: r.Kind, Href: r.Href(), Generation: generation}
+	if r.ParentID != "" {
+		ev.OwnerReferences = &resource.OwnerReference{ID: r.ParentID, Kind: resource.KindCluster, Href: resource.ClusterHref(r.ParentID)}
+	}
+	return ev
+}
+
+// Options tune a workflow; they travel in its input (and across
+// continue-as-new) so a replay always sees the values it ran with.
+type Options struct {
+	// InitialBackoff is the first wait before re-running a resource that is
+	// not Reconciled (default 2s); it doubles up to MaxBackoff (default 60s).
+	InitialBackoff time.Duration `json:"initial_backoff"`
+	MaxBackoff     time.Duration `json:"max_backoff"`
+	// StabilityWindow is the wait before re-running a Reconciled resource,
+	// so adapters can self-heal (default 30m).
+	StabilityWindow time.Duration `json:"stability_window"`
+	// RoundsPerRun bounds one run's history before continue-as-new
+	// (default 100).
+	RoundsPerRun int `json:"rounds_per_run"`
+	// HeartbeatTimeout is how long an adapter activity may go silent before
+	// Temporal retries it elsewhere (default 20s): how fast a crashed
+	// worker's work moves on.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+}
+
+// WithDefaults fills unset options.
+func (o Options) WithDefaults() Options {
+	if o.InitialBackoff <= 0 {
+		o.InitialBackoff = 2 * time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 60 * time.Second
+	}
+	if o.StabilityWindow <= 0 {
+		o.StabilityWindow = 30 * time.Minute
+	}
+	if o.RoundsPerRun <= 0 {
+		o.RoundsPerRun = 100
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = 20 * time.Second
+	}
+	return o
+}
+
+// Input starts (or continues) a workflow.
+type Input struct {
+	Ref        Ref      `json:"ref"`
+	Generation int64    `json:"generation"`
+	Adapters   []string `json:"adapters"`
+	Options    Options  `json:"options"`
+	// Carry is the state handed over by continue-as-new.
+	Carry *Carry `json:"carry,omitempty"`
+}
+
+// Signal tells a running workflow that its resource changed. The relay
+// sends its current adapter list and options with every signal, so a
+// registration or configuration change reaches running workflows.
+type Signal struct {
+	Generation int64  `json:"generation"`
+	Reason     string `json:"reason,omitempty"`
+	// Adapters, when not null, replaces the workflow's adapter list.
+	Adapters []string `json:"adapters"`
+	Options  *Options `json:"options,omitempty"`
+}
+
+// Signal reasons. The API's outbox reasons (created, updated, deleting) ask
+// for the new generation; the ones below wake the workflow without a bump.
+const (
+	// ReasonRemoved: the resource was removed from the API; the workflow
+	// checks and completes instead of waiting out its timer.
+	ReasonRemoved = "removed"
+	// ReasonChildRemoved: one of a cluster's node pools was removed; a
+	// deleting cluster can go on without waiting for its backoff.
+	ReasonChildRemoved = "child-removed"
+	// ReasonResync: the relay (re)started and makes sure a workflow runs.
+	ReasonResync = "resync"
+)
+
+// wakes reports whether a signal warrants a round even without a newer
+// generation.
+func (s Signal) wakes() bool {
+	return s.Reason == ReasonRemoved || s.Reason == ReasonChildRemoved
+}
+
+// Carry is what survives continue-as-new.
+type Carry struct {
+	Round      int64                  `json:"round"`
+	Failures   int                    `json:"failures"`
+	Reconciled bool                   `json:"reconciled"`
+	Adapters   map[string]AdapterView `json:"adapters"`
+	// Wake and CheckFirst carry a pending request for a round (and a
+	// removal check) made by a signal just before continue-as-new.
+	Wake       bool `json:"wake,omitempty"`
+	CheckFirst bool `json:"check_first,omitempty"`
+}
+
+// PrepareInput is the first phase's input.
+type PrepareInput struct {
+	Event resource.Event `json:"event"`
+}
+
+// PhaseResult is each phase's output: the engine's state, opaque to the
+// workflow, and what the workflow needs to decide.
+type PhaseResult struct {
+	State   json.RawMessage `json:"state"`
+	Summary Summary         `json:"summary"`
+}
+
+// Summary describes where a run stands.
+type Summary struct {
+	ExecutionStatus  string `json:"execution_status"`
+	ResourcesSkipped bool   `json:"resources_skipped"`
+	SkipReason       string `json:"skip_reason,omitempty"`
+	Gone             bool   `json:"gone,omitempty"`
+	ErrorPhase       string `json:"error_phase,omitempty"`
+	Error            string `json:"error,omitempty"`
+	Reported         bool   `json:"reported,omitempty"`
+}
+
+// Proceed reports whether later phases have anything to do.
+func (s Summary) Proceed() bool {
+	return !s.Gone && !s.ResourcesSkipped && s.ExecutionStatus != "failed"
+}
+
+// ResourceState is the API's view of a resource after a round.
+type ResourceState struct {
+	Gone       bool   `json:"gone"`
+	Generation int64  `json:"generation"`
+	Deleting   bool   `json:"deleting"`
+	Reconciled bool   `json:"reconciled"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// AdapterView is the last outcome of one adapter.
+type AdapterView struct {
+	Generation int64     `json:"generation"`
+	Outcome    string    `json:"outcome"`
+	Detail     string    `json:"detail,omitempty"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// Adapter outcomes.
+const (
+	OutcomeSuccess    = "success"
+	OutcomeSkipped    = "skipped"
+	OutcomeFailed     = "failed"
+	OutcomeGone       = "gone"
+	OutcomeSuperseded = "superseded"
+	OutcomeError      = "error"
+)
+
+// View is the workflow's answer to the "state" query.
+type View struct {
+	Ref        Ref                    `json:"ref"`
+	Generation int64                  `json:"generation"`
+	Target     int64                  `json:"target"`
+	Round      int64                  `json:"round"`
+	Phase      string                 `json:"phase"`
+	Reconciled bool                   `json:"reconciled"`
+	Reason     string                 `json:"reason,omitempty"`
+	NextRound  time.Time              `json:"next_round,omitempty"`
+	Adapters   map[string]AdapterView `json:"adapters"`
+}
+
+// Workflow phases reported by the query.
+const (
+	PhaseRunning  = "running"
+	PhaseBackoff  = "backoff"
+	PhaseStable   = "stable"
+	PhaseFinished = "finished"
+)
