@@ -26,7 +26,7 @@ KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION
                 -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
 TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
 
-.PHONY: all build run test test-tools lint vet fmt-check bench fuzz clean help
+.PHONY: all build run test test-tools lint vet fmt-check bench race fuzz clean help
 
 all: build
 
@@ -68,9 +68,15 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: ## Go benchmarks and the API load driver (figures go in docs/benchmarks.md)
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./apiserver/...
+bench: test-tools build ## Go benchmarks, the API load driver and POST-to-Ready for 200 clusters (figures go in docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./apiserver/... ./adapter/...
 	$(GO) run ./cmd/hyperfleet-load --clusters 10000 --duration 20s
+	$(GO) run ./cmd/hyperfleet-reconcile-load --clusters 200
+
+# The race detector needs cgo; the build of the Temporal server under -race
+# takes about 10 minutes cold, so it is not part of `make test`.
+race: ## unit and workflow tests under the race detector
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./adapter/... ./activities/ ./workflows/... ./apiserver/... ./internal/...
 
 FUZZTIME ?= 60s
 fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)

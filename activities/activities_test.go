@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +33,12 @@ type api struct {
 	srv *httptest.Server
 }
 
-func newAPI(t *testing.T) *api {
+// newAPI registers the validation adapter for clusters, plus any others.
+func newAPI(t *testing.T, alsoRegistered ...string) *api {
 	t.Helper()
 	app, err := apiserver.Build(context.Background(), apiserver.Options{
 		Store:      store.Config{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hf.db")},
-		Registered: map[string][]string{resource.KindCluster: {"validation"}, resource.KindNodePool: {}},
+		Registered: map[string][]string{resource.KindCluster: append([]string{"validation"}, alsoRegistered...), resource.KindNodePool: {}},
 		Logger:     zerolog.Nop(),
 	})
 	if err != nil {
@@ -134,11 +137,12 @@ func TestPhasesReportStatusToTheAPI(t *testing.T) {
 	if strings.Contains(string(prep.State), "response_body") {
 		t.Error("prepare state still carries response bodies")
 	}
-	applied, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityApply, prep.State)
-	if err != nil {
-		t.Fatal(err)
+	// validation has no resources: Prepare ran the resources phase itself
+	// so the workflow can skip the Apply activity.
+	if !prep.Summary.Applied {
+		t.Errorf("prepare of an adapter without resources: Applied = false, want true")
 	}
-	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, applied.State)
+	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, prep.State)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +151,7 @@ func TestPhasesReportStatusToTheAPI(t *testing.T) {
 	}
 	got := a.get(t, c)
 	if ready, _ := got.Condition(resource.ConditionReady); ready.Status != resource.StatusTrue || ready.ObservedGeneration != 1 {
-		t.Errorf("Ready after the three phases = %+v", ready)
+		t.Errorf("Ready after prepare and report = %+v", ready)
 	}
 }
 
@@ -225,8 +229,28 @@ func TestMalformedInputsAreConfigErrors(t *testing.T) {
 	}
 }
 
+func (a *api) report(t *testing.T, r resource.Resource, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, a.url+r.Href+"/statuses", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("report %s: HTTP %d", body, resp.StatusCode)
+	}
+}
+
+func statusBody(adapter string, generation int64, available string) string {
+	return fmt.Sprintf(`{"adapter":%q,"observed_generation":%d,"observed_time":%q,"conditions":[`+
+		`{"type":"Available","status":%q},{"type":"Applied","status":"True"},{"type":"Health","status":"True"}]}`,
+		adapter, generation, time.Now().UTC().Format(time.RFC3339), available)
+}
+
 func TestReadResource(t *testing.T) {
-	a := newAPI(t)
+	a := newAPI(t, "landing-zone", "validation-job")
 	c := a.createCluster(t, "activities-read")
 	client, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: a.url})
 	if err != nil {
@@ -241,6 +265,23 @@ func TestReadResource(t *testing.T) {
 	if err != nil || st.Gone || st.Reconciled || st.Generation != 1 || st.Reason != "AwaitingAdapters" {
 		t.Errorf("fresh cluster = %+v, %v; want generation 1, not reconciled", st, err)
 	}
+	if len(st.Settled) != 0 {
+		t.Errorf("fresh cluster: settled = %v, want none", st.Settled)
+	}
+	// Two of three adapters done: the cluster is not Reconciled, and the
+	// read says which adapters a retry can skip.
+	a.report(t, c, statusBody("validation", 1, "True"))
+	a.report(t, c, statusBody("landing-zone", 1, "True"))
+	a.report(t, c, statusBody("validation-job", 1, "False"))
+	st, err = run[reconcile.ResourceState](t, e, reconcile.ActivityReadResource, reconcile.Ref{Kind: c.Kind, ID: c.ID})
+	if err != nil || st.Reconciled || fmt.Sprint(st.Settled) != "[landing-zone validation]" {
+		t.Errorf("two of three adapters available = %+v, %v; want settled [landing-zone validation]", st, err)
+	}
+	a.report(t, c, statusBody("validation-job", 1, "True"))
+	st, err = run[reconcile.ResourceState](t, e, reconcile.ActivityReadResource, reconcile.Ref{Kind: c.Kind, ID: c.ID})
+	if err != nil || !st.Reconciled || st.Settled != nil {
+		t.Errorf("every adapter available = %+v, %v; want reconciled (settled is not read then)", st, err)
+	}
 	st, err = run[reconcile.ResourceState](t, e, reconcile.ActivityReadResource, reconcile.Ref{Kind: resource.KindCluster, ID: "01a20000-0000-7000-8000-000000000000"})
 	if err != nil || !st.Gone {
 		t.Errorf("unknown cluster = %+v, %v; want gone", st, err)
@@ -248,6 +289,37 @@ func TestReadResource(t *testing.T) {
 	a.srv.Close()
 	if _, err := run[reconcile.ResourceState](t, e, reconcile.ActivityReadResource, reconcile.Ref{Kind: c.Kind, ID: c.ID}); err == nil {
 		t.Error("read with the API down succeeded")
+	}
+}
+
+func TestSettled(t *testing.T) {
+	rep := func(adapter string, gen int64, conds ...string) resource.AdapterStatus {
+		r := resource.AdapterStatus{Adapter: adapter, ObservedGeneration: gen}
+		for i := 0; i+1 < len(conds); i += 2 {
+			r.Conditions = append(r.Conditions, resource.AdapterCondition{Type: conds[i], Status: conds[i+1]})
+		}
+		return r
+	}
+	live := reconcile.ResourceState{Generation: 2}
+	deleting := reconcile.ResourceState{Generation: 3, Deleting: true}
+	cases := []struct {
+		name    string
+		reports []resource.AdapterStatus
+		st      reconcile.ResourceState
+		want    []string
+	}{
+		{"available at the generation", []resource.AdapterStatus{rep("b", 2, "Available", "True"), rep("a", 2, "Available", "True")}, live, []string{"a", "b"}},
+		{"available at an older generation", []resource.AdapterStatus{rep("a", 1, "Available", "True")}, live, nil},
+		{"not available", []resource.AdapterStatus{rep("a", 2, "Available", "False"), rep("b", 2, "Available", "Unknown")}, live, nil},
+		{"no Available condition", []resource.AdapterStatus{rep("a", 2, "Health", "True")}, live, nil},
+		{"deleting: finalized counts", []resource.AdapterStatus{rep("a", 3, "Available", "False", "Finalized", "True")}, deleting, []string{"a"}},
+		{"deleting: available is not enough", []resource.AdapterStatus{rep("a", 3, "Available", "True", "Finalized", "False")}, deleting, nil},
+		{"no reports", nil, live, nil},
+	}
+	for _, c := range cases {
+		if got := activities.Settled(c.reports, c.st); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: Settled = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
@@ -272,7 +344,7 @@ func TestStateOf(t *testing.T) {
 		{"no conditions", resource.Resource{Generation: 1}, reconcile.ResourceState{Generation: 1}},
 	}
 	for _, c := range cases {
-		if got := activities.StateOf(&c.res); got != c.want {
+		if got := activities.StateOf(&c.res); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: StateOf = %+v, want %+v", c.name, got, c.want)
 		}
 	}

@@ -47,7 +47,15 @@ func (a *Adapter) Prepare(ctx context.Context, in reconcile.PrepareInput) (recon
 	}
 	var st *executor.State
 	heartbeating(ctx, func(ctx context.Context) { st = a.Engine.Prepare(ctx, event) })
-	return a.result(ctx, st, nil)
+	if a.Engine.HasResources() {
+		return a.result(ctx, st, nil)
+	}
+	// Nothing to apply: run the (I/O-free) resources phase here and tell the
+	// workflow, which then skips the Apply activity and its round trips.
+	a.Engine.ApplyResources(ctx, st)
+	res, err := a.result(ctx, st, nil)
+	res.Summary.Applied = err == nil
+	return res, err
 }
 
 // Apply creates, updates or deletes the adapter's resources and discovers
@@ -78,7 +86,11 @@ func (a *Adapter) Report(ctx context.Context, state json.RawMessage) (reconcile.
 		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("report status of %s: %v", resourceOf(st), postErr), reconcile.ErrRejected, postErr)
 	}
-	return a.result(ctx, st, post)
+	res, err := a.result(ctx, st, post)
+	// The run ends here: the workflow needs only the summary, and the state
+	// would be one more copy in its history.
+	res.State = nil
+	return res, err
 }
 
 func (a *Adapter) result(ctx context.Context, st *executor.State, post *executor.PostResult) (reconcile.PhaseResult, error) {

@@ -46,7 +46,12 @@ func Start(cfg Config) (*Host, error) {
 		return nil, errors.New("nothing to host: pass --reconciler and/or at least one adapter (--task-config)")
 	}
 	h := &Host{}
-	opts := sdkworker.Options{MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentActivities}
+	// Eight pollers per queue instead of the SDK's two: a task that finds no
+	// poller waiting is written to the server's backlog and read back, and
+	// on the embedded stack 200 clusters reconciled 25% faster (measured,
+	// docs/benchmarks.md).
+	opts := sdkworker.Options{MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentActivities,
+		MaxConcurrentActivityTaskPollers: 8, MaxConcurrentWorkflowTaskPollers: 8}
 	if cfg.Reconciler {
 		if cfg.API == nil {
 			return nil, errors.New("the reconciler needs the API's address (--api-base-url)")

@@ -129,6 +129,10 @@ func baseName(p string) string {
 // Name is the adapter's name.
 func (e *Engine) Name() string { return e.name }
 
+// HasResources reports whether the resources phase has any work: an adapter
+// without resources (a validation adapter) only records the phase's outcome.
+func (e *Engine) HasResources() bool { return len(e.task.Resources) > 0 }
+
 // Task exposes the task config (for tooling).
 func (e *Engine) Task() *taskconfig.TaskConfig { return e.task }
 

@@ -37,7 +37,7 @@ type fakeAPI struct {
 	srv     *httptest.Server
 }
 
-func newFakeAPI(t *testing.T) *fakeAPI {
+func newFakeAPI(t testing.TB) *fakeAPI {
 	f := &fakeAPI{objects: map[string]any{}, codes: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
@@ -81,7 +81,7 @@ func (f *fakeAPI) lastPut(t *testing.T) map[string]any {
 
 const adapterConfig = "adapter:\n  name: unit\n  version: \"1\"\n"
 
-func bundle(t *testing.T, task string, files map[string]string) *taskconfig.Bundle {
+func bundle(t testing.TB, task string, files map[string]string) *taskconfig.Bundle {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -102,7 +102,7 @@ type harness struct {
 	engine  *Engine
 }
 
-func newHarness(t *testing.T, task string, opts ...func(*Options)) *harness {
+func newHarness(t testing.TB, task string, opts ...func(*Options)) *harness {
 	t.Helper()
 	api := newFakeAPI(t)
 	client, err := apiclient.New(apiclient.Config{BaseURL: api.srv.URL, RetryAttempts: 2, BackoffBase: time.Millisecond})
@@ -903,4 +903,60 @@ func metricValue(t *testing.T, reg *prometheus.Registry, series string) float64 
 		}
 	}
 	return -1
+}
+
+// A worker runs one engine for many resources at once (concurrent
+// activities): runs must not share mutable state. Run under -race too
+// (make race).
+func TestConcurrentRunsOfOneEngine(t *testing.T) {
+	h := newHarness(t, statusTask)
+	const resources, runs = 8, 15
+	for i := range resources {
+		id := fmt.Sprintf("c%d", i)
+		h.api.objects["/clusters/"+id] = map[string]any{"id": id, "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, resources*runs)
+	for i := range resources {
+		id := fmt.Sprintf("c%d", i)
+		wg.Go(func() {
+			for range runs {
+				ev := map[string]any{"id": id, "kind": "Cluster", "href": "/api/hyperfleet/v1/clusters/" + id, "generation": int64(3)}
+				res, err := h.engine.Run(context.Background(), ev)
+				if err != nil || res.State.Meta.ExecutionStatus != StatusSuccess {
+					errs <- fmt.Errorf("%s: %v %+v", id, err, res.State.Meta.ExecutionError)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	h.api.mu.Lock()
+	defer h.api.mu.Unlock()
+	if len(h.api.puts) != resources*runs {
+		t.Fatalf("%d reports, want %d", len(h.api.puts), resources*runs)
+	}
+	for _, p := range h.api.puts {
+		data, _ := p["data"].(map[string]any)
+		if data["missing"] != "fallback" || data["region"] != "eu-west-1" || data["tier"] != "eu" {
+			t.Errorf("report data = %v", data)
+			break
+		}
+	}
+}
+
+// BenchmarkRun is one full run (params, a precondition GET, two resources
+// on the in-memory transport, the status PUT) against a loopback API.
+func BenchmarkRun(b *testing.B) {
+	h := newHarness(b, statusTask)
+	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.engine.Run(context.Background(), event); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -377,13 +377,16 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // Normalize turns YAML-decoded values into the JSON-shaped values the
 // engine uses: map[string]any, []any, int64, float64, string, bool, nil.
+// It returns a copy and never writes to v: the values it is given are often
+// the loaded config's, shared by every run of an adapter at once.
 func Normalize(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
+		out := make(map[string]any, len(x))
 		for k, e := range x {
-			x[k] = Normalize(e)
+			out[k] = Normalize(e)
 		}
-		return x
+		return out
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
@@ -391,10 +394,11 @@ func Normalize(v any) any {
 		}
 		return out
 	case []any:
+		out := make([]any, len(x))
 		for i, e := range x {
-			x[i] = Normalize(e)
+			out[i] = Normalize(e)
 		}
-		return x
+		return out
 	case int:
 		return int64(x)
 	case int32:

@@ -37,6 +37,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/adapter/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 	batchv1 "k8s.io/api/batch/v1"
@@ -105,7 +108,7 @@ func run(o options) error {
 	}
 	defer os.RemoveAll(filepath.Dir(dirs["validation"]))
 
-	fmt.Printf("| mode | clusters | adapters | POST→Ready p50 | p90 | p99 | max | clusters/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| mode | clusters | adapters | POST→Ready p50 | p90 | p99 | max | clusters/s | adapter runs/cluster |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, mode := range strings.Split(o.modes, ",") {
 		res, err := measure(ctx, mode, o, kube, dirs)
 		if err != nil {
@@ -115,8 +118,9 @@ func run(o options) error {
 		if mode == "poll" {
 			label = fmt.Sprintf("poll every %s", o.pollInterval)
 		}
-		fmt.Printf("| %s | %d | %d | %s | %s | %s | %s | %.1f |\n", label, len(res.latencies), len(adapters),
-			secs(res.pct(50)), secs(res.pct(90)), secs(res.pct(99)), secs(res.pct(100)), res.throughput)
+		fmt.Printf("| %s | %d | %d | %s | %s | %s | %s | %.1f | %.1f |\n", label, len(res.latencies), len(adapters),
+			secs(res.pct(50)), secs(res.pct(90)), secs(res.pct(99)), secs(res.pct(100)), res.throughput,
+			res.adapterRuns/float64(len(res.latencies)))
 	}
 	fmt.Printf("\n%d clusters created by %d concurrent clients; GOMAXPROCS=%d\n", o.clusters, o.concurrency, runtime.GOMAXPROCS(0))
 	return nil
@@ -125,6 +129,9 @@ func run(o options) error {
 type result struct {
 	latencies  []time.Duration
 	throughput float64
+	// adapterRuns counts complete adapter runs (params to post), the work
+	// each mode spends per cluster.
+	adapterRuns float64
 }
 
 func (r result) pct(p float64) time.Duration {
@@ -156,7 +163,8 @@ func measure(ctx context.Context, mode string, o options, kube *testenv.Kube, di
 		Registered: registered,
 		Logger:     zerolog.Nop(),
 	}
-	deps := worker.AdapterDeps{Kube: func() (*rest.Config, error) { return kube.Config, nil }, Logger: zerolog.Nop()}
+	reg := prometheus.NewRegistry()
+	deps := worker.AdapterDeps{Kube: func() (*rest.Config, error) { return kube.Config, nil }, Metrics: metrics.New(reg), Logger: zerolog.Nop()}
 
 	var base string
 	switch mode {
@@ -222,13 +230,33 @@ func measure(ctx context.Context, mode string, o options, kube *testenv.Kube, di
 			}
 		}
 		if readyCount == len(all) {
-			return summarize(all), nil
+			res := summarize(all)
+			res.adapterRuns = countRuns(reg)
+			return res, nil
 		}
 		if time.Now().After(deadline) {
 			return result{}, fmt.Errorf("%d of %d clusters Ready after %s", readyCount, len(all), o.timeout)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// countRuns sums hyperfleet_adapter_runs_total over adapters and outcomes.
+func countRuns(reg *prometheus.Registry) float64 {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "hyperfleet_adapter_runs_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
 }
 
 func isReady(r *resource.Resource) bool {

@@ -212,6 +212,10 @@ func (s *Server) Namespace() string { return s.cfg.Namespace }
 // Dial connects a client to the server.
 func (s *Server) Dial(opts client.Options) (client.Client, error) {
 	opts.HostPort = s.hostPort
+	if opts.ConnectionOptions.GrpcCompression == nil {
+		// Loopback: gzip would only burn CPU (see temporalclient.Loopback).
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	if opts.Namespace == "" {
 		opts.Namespace = s.cfg.Namespace
 	}

@@ -26,6 +26,13 @@ func Binary(t testing.TB) string {
 	t.Helper()
 	binaryOnce.Do(func() {
 		if p := os.Getenv(BinaryEnv); p != "" {
+			if !filepath.IsAbs(p) {
+				// Tests run in their package's directory: a relative path
+				// is taken from the repository root, where make runs.
+				if bin, err := BinDir(); err == nil {
+					p = filepath.Join(filepath.Dir(bin), p)
+				}
+			}
 			if _, err := os.Stat(p); err != nil {
 				binaryErr = fmt.Errorf("%s=%s: %w (run 'make build' or unset it)", BinaryEnv, p, err)
 			}

@@ -99,7 +99,7 @@ func (r Ref) Event(generation int64) resource.Event {
 // continue-as-new) so a replay always sees the values it ran with.
 type Options struct {
 	// InitialBackoff is the first wait before re-running a resource that is
-	// not Reconciled (default 2s); it doubles up to MaxBackoff (default 60s).
+	// not Reconciled (default 1s); it doubles up to MaxBackoff (default 60s).
 	InitialBackoff time.Duration `json:"initial_backoff"`
 	MaxBackoff     time.Duration `json:"max_backoff"`
 	// StabilityWindow is the wait before re-running a Reconciled resource,
@@ -117,7 +117,7 @@ type Options struct {
 // WithDefaults fills unset options.
 func (o Options) WithDefaults() Options {
 	if o.InitialBackoff <= 0 {
-		o.InitialBackoff = 2 * time.Second
+		o.InitialBackoff = time.Second
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 60 * time.Second
@@ -207,6 +207,9 @@ type Summary struct {
 	ErrorPhase       string `json:"error_phase,omitempty"`
 	Error            string `json:"error,omitempty"`
 	Reported         bool   `json:"reported,omitempty"`
+	// Applied is set by Prepare when it already ran the resources phase
+	// (an adapter without resources): the workflow skips Apply.
+	Applied bool `json:"applied,omitempty"`
 }
 
 // Proceed reports whether later phases have anything to do.
@@ -221,6 +224,10 @@ type ResourceState struct {
 	Deleting   bool   `json:"deleting"`
 	Reconciled bool   `json:"reconciled"`
 	Reason     string `json:"reason,omitempty"`
+	// Settled lists, for a resource not Reconciled, the adapters whose
+	// stored report says they are done at Generation: Available=True, or
+	// Finalized=True while deleting. A retry round skips them.
+	Settled []string `json:"settled,omitempty"`
 }
 
 // AdapterView is the last outcome of one adapter.

@@ -14,7 +14,10 @@ import (
 // TestReplayRecordedHistories replays histories recorded from real runs
 // (tests/reconcile with HYPERFLEET_RECORD_HISTORIES=1): a change to the
 // workflow that would break running workflows fails here. Such a change
-// needs workflow.GetVersion, not a re-recording.
+// needs workflow.GetVersion, not a re-recording. The v1-* histories come
+// from the first release of the workflow (before retry rounds skipped
+// settled adapters and Prepare could stand in for Apply) and stay, so
+// workflows started by it keep replaying.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.json.gz"))
 	if err != nil {

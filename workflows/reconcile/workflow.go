@@ -39,6 +39,15 @@ type reconciler struct {
 	nextRound  time.Time
 	outcomes   map[string]AdapterView
 
+	// settled are the adapters whose stored report already says they are
+	// done (Available, or Finalized while deleting) at generation settledAt,
+	// as read back after the last round.
+	settled   []string
+	settledAt int64
+	// retry is set when a backoff timer ends the wait: the next round only
+	// re-runs the adapters that are not settled yet.
+	retry bool
+
 	// wake asks for a round now although no newer generation is known.
 	wake bool
 	// checkFirst asks to read the resource before running adapters: the
@@ -97,13 +106,14 @@ func (r *reconciler) run(ctx workflow.Context) error {
 			}
 		}
 
-		r.target, r.wake = r.latest, false
+		adapters := r.roundAdapters()
+		r.target, r.wake, r.retry = r.latest, false, false
 		r.round++
 		r.roundsRun++
 		r.phase, r.nextRound = PhaseRunning, time.Time{}
 		r.upsertAttributes(ctx)
-		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", r.adapters)
-		r.runAdapters(ctx)
+		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
+		r.runAdapters(ctx, adapters)
 
 		gone, err := r.observe(ctx)
 		if err != nil || gone {
@@ -124,8 +134,31 @@ func (r *reconciler) run(ctx workflow.Context) error {
 		}
 		r.nextRound = workflow.Now(ctx).Add(wait)
 		r.log.Info("waiting for the next round", "generation", r.target, "phase", r.phase, "wait", wait.String(), "reconciled", r.reconciled)
-		r.wait(ctx, wait)
+		fired := r.wait(ctx, wait)
+		r.retry = fired && !r.reconciled
 	}
+}
+
+// roundAdapters picks who runs this round. A retry after a backoff re-runs
+// only the adapters that have not settled at this generation: the others
+// already reported success, and re-running them would only repeat it. Any
+// other round (a new generation, a wake, the stability window's
+// self-healing round) runs every adapter, and so does a retry in which all
+// have settled but the resource is still not Reconciled.
+func (r *reconciler) roundAdapters() []string {
+	if !r.retry || r.wake || r.settledAt != r.latest {
+		return r.adapters
+	}
+	var rest []string
+	for _, name := range r.adapters {
+		if !slices.Contains(r.settled, name) {
+			rest = append(rest, name)
+		}
+	}
+	if len(rest) == 0 {
+		return r.adapters
+	}
+	return rest
 }
 
 // observe reads the resource back and folds what the API says into the
@@ -146,6 +179,7 @@ func (r *reconciler) observe(ctx workflow.Context) (gone bool, err error) {
 	}
 	r.reconciled = state.Reconciled
 	r.reason = state.Reason
+	r.settled, r.settledAt = state.Settled, state.Generation
 	r.upsertAttributes(ctx)
 	return false, nil
 }
@@ -160,13 +194,13 @@ func (r *reconciler) backoff() time.Duration {
 	return min(d, r.opts.MaxBackoff)
 }
 
-// wait sleeps until the timer fires or a signal asks for a round.
-func (r *reconciler) wait(ctx workflow.Context, d time.Duration) {
+// wait sleeps until the timer fires (true) or a signal asks for a round.
+func (r *reconciler) wait(ctx workflow.Context, d time.Duration) (fired bool) {
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimer(timerCtx, d)
 	for {
-		fired := false
+		fired = false
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(timer, func(workflow.Future) { fired = true })
 		sel.AddReceive(r.signals, func(c workflow.ReceiveChannel, _ bool) {
@@ -175,8 +209,11 @@ func (r *reconciler) wait(ctx workflow.Context, d time.Duration) {
 			r.apply(s)
 		})
 		sel.Select(ctx)
-		if fired || r.latest > r.target || r.wake {
-			return
+		if r.latest > r.target || r.wake {
+			return false
+		}
+		if fired {
+			return true
 		}
 	}
 }
@@ -219,10 +256,10 @@ func (r *reconciler) superseded(ctx workflow.Context) bool {
 	return r.latest > r.target
 }
 
-// runAdapters runs every adapter's three phases, adapters in parallel.
-func (r *reconciler) runAdapters(ctx workflow.Context) {
+// runAdapters runs the adapters' three phases, adapters in parallel.
+func (r *reconciler) runAdapters(ctx workflow.Context, adapters []string) {
 	wg := workflow.NewWaitGroup(ctx)
-	for _, name := range r.adapters {
+	for _, name := range adapters {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
@@ -246,7 +283,7 @@ func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome, det
 		return OutcomeSuperseded, "a newer generation arrived after prepare"
 	}
 	applied = prep
-	if prep.Summary.Proceed() {
+	if prep.Summary.Proceed() && !prep.Summary.Applied {
 		if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 10*time.Minute), ActivityApply,
 			prep.State).Get(ctx, &applied); err != nil {
 			return OutcomeError, activityError("apply", err)

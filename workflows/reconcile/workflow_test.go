@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -202,8 +203,8 @@ func TestBackoffDoublesUpToAboutAMinute(t *testing.T) {
 	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
 	// Contract: "re-run on a durable backoff (first retry within seconds,
 	// capped at about a minute) until it is [Reconciled]".
-	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second,
-		time.Minute, time.Minute, time.Minute, 30 * time.Minute}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, time.Minute, time.Minute, 30 * time.Minute}
 	if fmt.Sprint(h.timers) != fmt.Sprint(want) {
 		t.Errorf("timers = %v, want %v", h.timers, want)
 	}
@@ -253,6 +254,89 @@ func TestBumpsDuringARoundCoalesceIntoOneNextRound(t *testing.T) {
 	}
 	if len(h.timers) != 1 || h.timers[0] != 30*time.Minute {
 		t.Errorf("no backoff between the superseded round and the next one, timers = %v", h.timers)
+	}
+}
+
+// preparedPerRound splits the prepare calls into rounds of the given sizes,
+// each as sorted "adapter@generation" entries.
+func preparedPerRound(h *harness, perRound ...int) []string {
+	calls := h.callsOf(ActivityPrepare)
+	var out []string
+	for _, n := range perRound {
+		if len(calls) < n {
+			h.t.Fatalf("prepare calls = %v, fewer than the rounds %v", h.callsOf(ActivityPrepare), perRound)
+		}
+		var names []string
+		for _, c := range calls[:n] {
+			names = append(names, fmt.Sprintf("%s@%d", c.adapter, c.generation))
+		}
+		slices.Sort(names)
+		out = append(out, strings.Join(names, ","))
+		calls = calls[n:]
+	}
+	if len(calls) != 0 {
+		h.t.Errorf("more prepare calls than expected: %v", calls)
+	}
+	return out
+}
+
+var threeAdapters = []string{"landing-zone", "validation", "validation-job"}
+
+func TestRetryRoundRunsOnlyUnsettledAdapters(t *testing.T) {
+	h := newHarness(t)
+	waiting := pendingAt(1)
+	waiting.Settled = []string{"landing-zone", "validation"}
+	h.states = []ResourceState{waiting, reconciledAt(1), {Gone: true}}
+	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	got := preparedPerRound(h, 3, 1, 3)
+	want := []string{"landing-zone@1,validation-job@1,validation@1", "validation-job@1", "landing-zone@1,validation-job@1,validation@1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rounds = %q, want %q (the retry runs only the unsettled adapter; the self-healing round runs all)", got, want)
+	}
+	if fmt.Sprint(h.timers) != "[1s 30m0s]" {
+		t.Errorf("timers = %v", h.timers)
+	}
+}
+
+func TestRetryWithEveryAdapterSettledRunsAll(t *testing.T) {
+	// Every adapter says done but the API does not say Reconciled (say a
+	// registration the workers do not know): narrowing would run nothing.
+	h := newHarness(t)
+	stuck := pendingAt(1)
+	stuck.Settled = threeAdapters
+	h.states = []ResourceState{stuck, {Gone: true}}
+	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	if n := len(h.callsOf(ActivityPrepare)); n != 6 {
+		t.Errorf("prepare ran %d times, want every adapter in both rounds", n)
+	}
+}
+
+func TestBumpDuringBackoffRunsEveryAdapter(t *testing.T) {
+	h := newHarness(t)
+	waiting := pendingAt(1)
+	waiting.Settled = []string{"landing-zone", "validation"}
+	h.states = []ResourceState{waiting, reconciledAt(2), {Gone: true}}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalName, Signal{Generation: 2, Reason: "updated"})
+	}, 500*time.Millisecond) // inside the 1s backoff
+	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	got := preparedPerRound(h, 3, 3, 3)
+	if got[1] != "landing-zone@2,validation-job@2,validation@2" {
+		t.Errorf("round after the bump = %q, want every adapter at generation 2", got[1])
+	}
+}
+
+func TestWakeDuringBackoffRunsEveryAdapter(t *testing.T) {
+	h := newHarness(t)
+	waiting := pendingAt(1)
+	waiting.Settled = []string{"landing-zone", "validation"}
+	h.states = []ResourceState{waiting, reconciledAt(1), {Gone: true}}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalName, Signal{Generation: 1, Reason: ReasonChildRemoved})
+	}, 500*time.Millisecond)
+	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	if n := len(h.callsOf(ActivityPrepare)); n != 9 {
+		t.Errorf("prepare ran %d times (%v), want every adapter in each of 3 rounds", n, h.callsOf(ActivityPrepare))
 	}
 }
 
@@ -384,6 +468,26 @@ func TestSkippedPreconditionsSkipApplyButStillReport(t *testing.T) {
 	}
 	if v := h.view(); v.Adapters["nodepool-config"].Outcome != OutcomeSkipped || v.Adapters["nodepool-config"].Detail != "landingZoneReady not met" {
 		t.Errorf("view = %+v", v.Adapters)
+	}
+}
+
+func TestPrepareThatAppliedSkipsApply(t *testing.T) {
+	h := newHarness(t)
+	h.states = []ResourceState{reconciledAt(1), {Gone: true}}
+	h.phase = func(name, adapter string, _ int64) (Summary, error) {
+		// validation has no resources: its Prepare ran the resources phase.
+		return Summary{ExecutionStatus: "success", Applied: name == ActivityPrepare && adapter == "validation"}, nil
+	}
+	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation", "landing-zone"}})
+	var applied []string
+	for _, c := range h.callsOf(ActivityApply) {
+		applied = append(applied, c.adapter)
+	}
+	if fmt.Sprint(applied) != "[landing-zone landing-zone]" {
+		t.Errorf("apply ran for %v, want landing-zone only, once per round", applied)
+	}
+	if n := len(h.callsOf(ActivityReport)); n != 4 {
+		t.Errorf("report ran %d times, want 2 adapters x 2 rounds", n)
 	}
 }
 
@@ -533,7 +637,7 @@ func TestBackoffTable(t *testing.T) {
 	cases := []struct {
 		failures int
 		want     time.Duration
-	}{{0, 2 * time.Second}, {1, 4 * time.Second}, {4, 32 * time.Second}, {5, time.Minute}, {100, time.Minute}}
+	}{{0, time.Second}, {1, 2 * time.Second}, {4, 16 * time.Second}, {5, 32 * time.Second}, {6, time.Minute}, {100, time.Minute}}
 	for _, c := range cases {
 		r := &reconciler{opts: opts, failures: c.failures}
 		if got := r.backoff(); got != c.want {
