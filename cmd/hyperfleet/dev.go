@@ -47,6 +47,10 @@ type devFlags struct {
 	uiPort       int
 	kubeconfig   string
 	taskconfigs  string
+	// clusterAdapters and nodePoolAdapters replace the default choice
+	// when set (flag given).
+	clusterAdapters  []string
+	nodePoolAdapters []string
 }
 
 func newDevCommand() *cobra.Command {
@@ -75,7 +79,9 @@ validation-job, nodepool-config).`,
 	fs.IntVar(&f.temporalPort, "temporal-port", 7233, "port of the embedded Temporal frontend on 127.0.0.1")
 	fs.IntVar(&f.uiPort, "ui-port", 8233, "port of the Temporal Web UI on 127.0.0.1 (0: no UI)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "cluster for the Kubernetes adapters (default: $KUBECONFIG; without either they stay off)")
-	fs.StringVar(&f.taskconfigs, "taskconfigs", "", "directory of adapter directories to run instead of the shipped ones (default: the shipped adapters, extracted under --state-dir)")
+	fs.StringVar(&f.taskconfigs, "taskconfigs", "", "directory of adapter directories (each holding adapter-config.yaml and adapter-task-config.yaml) to take adapters from instead of the shipped ones")
+	fs.StringSliceVar(&f.clusterAdapters, "cluster-adapters", nil, "adapters to run and register for clusters, by directory name (default: validation, plus landing-zone and validation-job with a cluster)")
+	fs.StringSliceVar(&f.nodePoolAdapters, "nodepool-adapters", nil, "adapters to run and register for node pools (default: nodepool-validation, plus nodepool-config with a cluster)")
 	return cmd
 }
 
@@ -97,14 +103,18 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	registered := map[string][]string{}
+	registered := map[string][]string{resource.KindCluster: {}, resource.KindNodePool: {}}
+	source := f.taskconfigs
+	if source == "" {
+		source = "the shipped adapters"
+	}
 	var files []worker.AdapterFiles
 	add := func(set map[string][]string) error {
 		for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
 			for _, name := range set[kind] {
 				dir, ok := dirs[name]
 				if !ok {
-					return fmt.Errorf("adapter %s not found under %s: the directory must hold %s/adapter-config.yaml and %s/adapter-task-config.yaml", name, f.taskconfigs, name, name)
+					return fmt.Errorf("adapter %s not found in %s: it needs a directory %s holding adapter-config.yaml and adapter-task-config.yaml", name, source, name)
 				}
 				registered[kind] = append(registered[kind], name)
 				files = append(files, worker.AdapterFiles{Config: filepath.Join(dir, "adapter-config.yaml"), TaskConfig: filepath.Join(dir, "adapter-task-config.yaml")})
@@ -112,15 +122,29 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 		}
 		return nil
 	}
-	if err := add(devAdapters); err != nil {
+	// The default choice per kind: the adapters that need no cluster, plus
+	// the Kubernetes ones when there is a cluster. A flag replaces it; an
+	// adapter that needs a cluster without one then fails to load and says so.
+	chosen := map[string][]string{}
+	for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
+		chosen[kind] = append([]string{}, devAdapters[kind]...)
+		if kube != nil {
+			chosen[kind] = append(chosen[kind], devKubeAdapters[kind]...)
+		}
+	}
+	if f.clusterAdapters != nil {
+		chosen[resource.KindCluster] = f.clusterAdapters
+	}
+	if f.nodePoolAdapters != nil {
+		chosen[resource.KindNodePool] = f.nodePoolAdapters
+	}
+	if err := add(chosen); err != nil {
 		return err
 	}
-	if kube != nil {
-		if err := add(devKubeAdapters); err != nil {
-			return err
-		}
-		log.Info().Str("cluster", kube.Host).Str("from", kubeSource).Msg("Kubernetes adapters on: landing-zone, validation-job, nodepool-config")
-	} else {
+	switch {
+	case kube != nil:
+		log.Info().Str("cluster", kube.Host).Str("from", kubeSource).Msg("Kubernetes adapters can run (landing-zone, validation-job, nodepool-config)")
+	case f.clusterAdapters == nil || f.nodePoolAdapters == nil:
 		log.Warn().Msg("Kubernetes adapters off (landing-zone, validation-job, nodepool-config): no cluster configured. " +
 			"Set KUBECONFIG or pass --kubeconfig to run them, e.g. KUBECONFIG=~/.kube/config make run")
 	}

@@ -118,6 +118,7 @@ func (s *Stack) StartWorkers() error {
 		}
 		engines = append(engines, eng)
 	}
+	s.warnUnhosted(engines)
 	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.URL, RetryAttempts: 1, Timeout: 10 * time.Second})
 	if err != nil {
 		return err
@@ -189,4 +190,22 @@ func loopback(a net.Addr) string {
 		return net.JoinHostPort("127.0.0.1", fmt.Sprint(tcp.Port))
 	}
 	return tcp.String()
+}
+
+// warnUnhosted names registered adapters no loaded adapter answers for:
+// their rounds would wait on a task queue nobody polls. The usual cause is
+// a directory named differently from the adapter.name in its config.
+func (s *Stack) warnUnhosted(engines []*executor.Engine) {
+	hosted := map[string]bool{}
+	for _, e := range engines {
+		hosted[e.Name()] = true
+	}
+	for kind, names := range s.cfg.API.Registered {
+		for _, name := range names {
+			if !hosted[name] {
+				s.cfg.Logger.Warn().Str("kind", kind).Str("adapter", name).
+					Msg("registered adapter has no worker in this process: its rounds wait until one polls task queue " + reconcile.AdapterTaskQueue(name) + " (is adapter.name in its adapter-config.yaml the same?)")
+			}
+		}
+	}
 }

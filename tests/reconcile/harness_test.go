@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -416,6 +418,22 @@ func (s *system) describeWorkflow(kind, id string) *workflowInfo {
 		out.Closed = ct.AsTime()
 	}
 	return out
+}
+
+// findWorkflows runs a visibility query, as an operator would in the UI,
+// and returns the workflow ids it lists.
+func (s *system) findWorkflows(query string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := s.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range resp.GetExecutions() {
+		ids = append(ids, e.GetExecution().GetWorkflowId())
+	}
+	return ids, nil
 }
 
 type workflowInfo struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +51,18 @@ func TestCreatePatchDelete(t *testing.T) {
 	v, err := s.view(resource.KindCluster, c.ID)
 	if err != nil || !v.Reconciled || v.Generation != 1 || v.Phase != reconcile.PhaseStable {
 		t.Errorf("cluster workflow view = %+v, %v; want reconciled at generation 1, waiting in the stability window", v, err)
+	}
+	// An operator finds the cluster's workflow by its search attributes
+	// (visibility is eventually consistent).
+	wantID := reconcile.WorkflowID(resource.KindCluster, c.ID)
+	for _, q := range []string{
+		fmt.Sprintf("HyperFleetResourceID = '%s'", c.ID),
+		fmt.Sprintf("HyperFleetKind = 'Cluster' AND HyperFleetResourceID = '%s' AND HyperFleetGeneration = 1 AND HyperFleetReconciled = true", c.ID),
+	} {
+		eventually(t, 15*time.Second, func() (bool, string) {
+			ids, err := s.findWorkflows(q)
+			return err == nil && slices.Equal(ids, []string{wantID}), fmt.Sprintf("query %q listed %v (%v), want [%s]", q, ids, err, wantID)
+		}, nil)
 	}
 
 	// PATCH the spec: Ready=False at once (generation 2 is not observed
