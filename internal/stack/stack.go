@@ -72,6 +72,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.API.Server.Listen, err)
 	}
+	if !cfg.NoWorkers {
+		// Load the adapters once before the API touches the database, so a
+		// broken adapter stops start-up before anything is written.
+		if err := checkAdapters(cfg, "http://"+loopback(ln.Addr())); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	app, err := apiserver.Build(ctx, cfg.API)
 	if err != nil {
 		ln.Close()
@@ -98,6 +106,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}
 	return s, nil
+}
+
+func checkAdapters(cfg Config, apiURL string) error {
+	deps := cfg.AdapterDeps
+	deps.APIBaseURL, deps.Metrics, deps.Logger = apiURL, nil, zerolog.Nop()
+	for _, files := range cfg.Adapters {
+		if _, err := worker.LoadAdapter(files, deps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StartWorkers starts the in-process reconciler and adapter workers (again,
