@@ -22,18 +22,99 @@ import (
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
+// process is a hyperfleet binary started by a test, with its output kept
+// for the test log on failure.
+type process struct {
+	t       *testing.T
+	name    string
+	cmd     *exec.Cmd
+	log     syncBuffer
+	exited  chan struct{}
+	exitErr error
+}
+
+// startProcess runs the binary with args; env adds to the environment
+// (HYPERFLEET_* of the developer's shell and KUBECONFIG are dropped).
+func startProcess(t *testing.T, name string, args []string, env ...string) *process {
+	t.Helper()
+	p := &process{t: t, name: name, exited: make(chan struct{})}
+	p.cmd = exec.Command(testenv.Binary(t), args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HYPERFLEET_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exitErr = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.log.String())
+		}
+	})
+	return p
+}
+
+// failIfExited stops the test when the process died.
+func (p *process) failIfExited() {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+		p.t.Fatalf("%s exited: %v", p.name, p.exitErr)
+	default:
+	}
+}
+
+// interrupt is Ctrl-C: the process must stop cleanly and promptly.
+func (p *process) interrupt() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		p.t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+		if p.exitErr != nil {
+			p.t.Errorf("%s exited with %v after Ctrl-C, want 0", p.name, p.exitErr)
+		}
+	case <-time.After(60 * time.Second):
+		p.t.Fatalf("%s did not stop within 60s of Ctrl-C", p.name)
+	}
+}
+
+func httpGet(url string) (int, []byte) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+// waitReadyz waits for a process's /readyz to answer 200.
+func waitReadyz(t *testing.T, p *process, base string) {
+	t.Helper()
+	eventually(t, 90*time.Second, func() (bool, string) {
+		p.failIfExited()
+		code, body := httpGet(base + "/readyz")
+		return code == http.StatusOK, fmt.Sprintf("%s /readyz answered %d %s", p.name, code, body)
+	}, nil)
+}
+
 // devProcess is `hyperfleet dev` (what `make run` starts) as a user runs
 // it: its own state directory, ports and log.
 type devProcess struct {
-	t        *testing.T
-	cmd      *exec.Cmd
-	api, ui  string
-	log      syncBuffer
-	exited   chan struct{}
-	exitErr  error
-	state    string
-	ports    [3]int
-	kubeFile string
+	*process
+	api, ui string
 }
 
 // syncBuffer collects a process's output while the test reads it.
@@ -56,52 +137,16 @@ func (s *syncBuffer) String() string {
 
 func startDev(t *testing.T, state string, ports [3]int, kubeconfig string, extra ...string) *devProcess {
 	t.Helper()
-	d := &devProcess{t: t, state: state, ports: ports, kubeFile: kubeconfig, exited: make(chan struct{}),
-		api: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), ui: fmt.Sprintf("http://127.0.0.1:%d", ports[2])}
 	args := []string{"dev", "--state-dir", state, "--log-format", "json",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--temporal-port", fmt.Sprint(ports[1]), "--ui-port", fmt.Sprint(ports[2])}
 	if kubeconfig != "" {
 		args = append(args, "--kubeconfig", kubeconfig)
 	}
 	args = append(args, extra...)
-	d.cmd = exec.Command(testenv.Binary(t), args...)
-	d.cmd.Env = append(os.Environ(), "KUBECONFIG=") // a fresh machine: no cluster unless given
-	d.cmd.Stdout, d.cmd.Stderr = &d.log, &d.log
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.exitErr = d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			_ = d.cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			t.Logf("hyperfleet dev output:\n%s", d.log.String())
-		}
-	})
-	eventually(t, 90*time.Second, func() (bool, string) {
-		select {
-		case <-d.exited:
-			t.Fatalf("hyperfleet dev exited during start-up: %v", d.exitErr)
-		default:
-		}
-		code, _ := d.get(d.api + "/readyz")
-		return code == http.StatusOK, fmt.Sprintf("/readyz answered %d", code)
-	}, nil)
+	d := &devProcess{process: startProcess(t, "hyperfleet dev", args),
+		api: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), ui: fmt.Sprintf("http://127.0.0.1:%d", ports[2])}
+	waitReadyz(t, d.process, d.api)
 	return d
-}
-
-func (d *devProcess) get(url string) (int, []byte) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
 }
 
 func (d *devProcess) send(method, path, body string) (int, hf.Resource) {
@@ -132,22 +177,6 @@ func (d *devProcess) waitCondition(id, typ, status string, gen int64) hf.Resourc
 			fmt.Sprintf("%s = %s at generation %d (%s), want %s at %d", typ, c.Status, c.ObservedGeneration, c.Message, status, gen)
 	}, nil)
 	return last
-}
-
-// interrupt is Ctrl-C: dev must stop cleanly and promptly.
-func (d *devProcess) interrupt() {
-	d.t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		d.t.Fatal(err)
-	}
-	select {
-	case <-d.exited:
-		if d.exitErr != nil {
-			d.t.Errorf("hyperfleet dev exited with %v after Ctrl-C, want 0", d.exitErr)
-		}
-	case <-time.After(60 * time.Second):
-		d.t.Fatal("hyperfleet dev did not stop within 60s of Ctrl-C")
-	}
 }
 
 // The README's walkthrough, end to end against the real binary: `make run`
@@ -183,10 +212,10 @@ func TestDevRunsTheWholeSystem(t *testing.T) {
 
 	// The Temporal UI serves its pages and shows the cluster's workflow.
 	wid := reconcile.WorkflowID(hf.KindCluster, c.ID)
-	if code, body := d.get(d.ui + "/namespaces/default/workflows/" + wid); code != http.StatusOK || !strings.Contains(strings.ToLower(string(body)), "<html") {
+	if code, body := httpGet(d.ui + "/namespaces/default/workflows/" + wid); code != http.StatusOK || !strings.Contains(strings.ToLower(string(body)), "<html") {
 		t.Errorf("Temporal UI page: HTTP %d", code)
 	}
-	code, body := d.get(d.ui + "/api/v1/namespaces/default/workflows/" + wid)
+	code, body := httpGet(d.ui + "/api/v1/namespaces/default/workflows/" + wid)
 	if code != http.StatusOK || !strings.Contains(string(body), wid) || !strings.Contains(string(body), "HyperFleetResourceID") {
 		t.Errorf("Temporal UI API for %s: HTTP %d %.300s", wid, code, body)
 	}
