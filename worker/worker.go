@@ -7,6 +7,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
@@ -50,8 +51,11 @@ func Start(cfg Config) (*Host, error) {
 	// poller waiting is written to the server's backlog and read back, and
 	// on the embedded stack 200 clusters reconciled 25% faster (measured,
 	// docs/benchmarks.md).
+	// On stop, running phases get 10 s to finish before they are
+	// cancelled (and retried elsewhere): most end well within it.
 	opts := sdkworker.Options{MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentActivities,
-		MaxConcurrentActivityTaskPollers: 8, MaxConcurrentWorkflowTaskPollers: 8}
+		MaxConcurrentActivityTaskPollers: 8, MaxConcurrentWorkflowTaskPollers: 8,
+		WorkerStopTimeout: 10 * time.Second}
 	if cfg.Reconciler {
 		if cfg.API == nil {
 			return nil, errors.New("the reconciler needs the API's address (--api-base-url)")
