@@ -24,7 +24,9 @@ KUBE_VERSION := v1.37.1
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
                 -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
-TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
+TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/helm
+# helm renders and lints the chart in deploy/helm (tests/deploy).
+HELM_VERSION := v3.19.0
 
 .PHONY: all build run test test-tools lint vet fmt-check bench race fuzz clean help
 
@@ -46,7 +48,7 @@ run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, a
 test: fmt-check vet test-tools build ## vet, format check and every test (fuzz seed corpora included)
 	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
-test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager and etcd into bin/ (cached)
+test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd and helm into bin/ (cached)
 
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kubernetes/go.mod tools/kubernetes/go.sum
 	@mkdir -p $(BIN)
@@ -58,6 +60,10 @@ $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kubernetes/go.mod 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
 	@mkdir -p $(BIN)
 	cd tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+$(BIN)/helm:
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 lint: fmt-check vet ## gofmt and go vet
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -152,8 +153,17 @@ func (s *Server) readyz(c *gin.Context) {
 		c.JSON(http.StatusServiceUnavailable, health{Status: "shutting-down"})
 		return
 	}
+	// ?exclude=<name> (repeatable) skips a check, as the Kubernetes
+	// apiserver's /readyz does: a readiness probe excludes the workflow
+	// engine because writes keep working while Temporal is down.
+	excluded := c.QueryArray("exclude")
 	s.mu.Lock()
-	checks := append([]Check(nil), s.checks...)
+	var checks []Check
+	for _, chk := range s.checks {
+		if !slices.Contains(excluded, chk.Name) {
+			checks = append(checks, chk)
+		}
+	}
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 	defer cancel()

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,8 +63,22 @@ func TestServiceEndpoints(t *testing.T) {
 	big := `{"kind":"Cluster","name":"big","spec":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`
 	e.do("POST", base+"/clusters", big).problem(413, "HYPERFLEET-VAL-006")
 
+	// A dependency check can be excluded by name (a probe that must not
+	// follow Temporal excludes workflow-engine).
+	e.app.Server.AddReadinessCheck(apiserver.Check{Name: "workflow-engine", Check: func(context.Context) error { return errors.New("temporal unreachable") }})
+	e.do("GET", "/readyz", nil).expect(503).into(&h)
+	if h.Checks["workflow-engine"] != "unavailable: temporal unreachable" || h.Checks["database"] != "ok" {
+		t.Errorf("readyz with the workflow engine down = %+v", h)
+	}
+	h.Checks = nil
+	e.do("GET", "/readyz?exclude=workflow-engine", nil).expect(200).into(&h)
+	if _, ok := h.Checks["workflow-engine"]; ok || h.Checks["database"] != "ok" {
+		t.Errorf("readyz?exclude=workflow-engine = %+v", h)
+	}
+
 	// Readiness follows the database.
 	e.app.Store.Close()
+	e.do("GET", "/readyz?exclude=workflow-engine", nil).expect(503)
 	e.do("GET", "/readyz", nil).expect(503).into(&h)
 	if h.Status != "unavailable" || !strings.HasPrefix(h.Checks["database"], "unavailable") {
 		t.Errorf("readyz with the database closed = %+v", h)

@@ -1,0 +1,74 @@
+{{- define "hyperfleet.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "hyperfleet.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "hyperfleet.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "hyperfleet.apiURL" -}}
+http://{{ include "hyperfleet.fullname" . }}-api:{{ .Values.api.service.port }}
+{{- end -}}
+
+{{/* Temporal connection settings shared by the API and every worker. */}}
+{{- define "hyperfleet.temporalEnv" -}}
+- name: HYPERFLEET_TEMPORAL_ADDRESS
+  value: {{ required "temporal.address is required: the Temporal frontend host:port" .Values.temporal.address | quote }}
+- name: HYPERFLEET_TEMPORAL_NAMESPACE
+  value: {{ .Values.temporal.namespace | quote }}
+- name: HYPERFLEET_LOG_FORMAT
+  value: json
+- name: HYPERFLEET_LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+{{- if .Values.temporal.tls.enabled }}
+- name: HYPERFLEET_TEMPORAL_TLS
+  value: "true"
+{{- with .Values.temporal.tls.serverName }}
+- name: HYPERFLEET_TEMPORAL_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if .Values.temporal.tls.secretName }}
+- name: HYPERFLEET_TEMPORAL_TLS_CA
+  value: /etc/hyperfleet/temporal-tls/ca.crt
+- name: HYPERFLEET_TEMPORAL_TLS_CERT
+  value: /etc/hyperfleet/temporal-tls/tls.crt
+- name: HYPERFLEET_TEMPORAL_TLS_KEY
+  value: /etc/hyperfleet/temporal-tls/tls.key
+{{- end }}
+{{- end }}
+{{- if .Values.temporal.apiKeySecret.name }}
+- name: HYPERFLEET_TEMPORAL_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.temporal.apiKeySecret.name }}
+      key: {{ .Values.temporal.apiKeySecret.key }}
+{{- end }}
+{{- end -}}
+
+{{- define "hyperfleet.temporalVolumeMounts" -}}
+{{- if and .Values.temporal.tls.enabled .Values.temporal.tls.secretName }}
+- name: temporal-tls
+  mountPath: /etc/hyperfleet/temporal-tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "hyperfleet.temporalVolumes" -}}
+{{- if and .Values.temporal.tls.enabled .Values.temporal.tls.secretName }}
+- name: temporal-tls
+  secret:
+    secretName: {{ .Values.temporal.tls.secretName }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,266 @@
+// Package deploy tests the Helm chart in deploy/helm: it renders with the
+// real helm binary (built into bin/ by make test-tools) and every rendered
+// object is accepted by a real kube-apiserver (server-side dry run).
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
+)
+
+var chart = filepath.Join("..", "..", "deploy", "helm", "hyperfleet")
+
+func helm(t *testing.T) string {
+	t.Helper()
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(bin, "helm")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not found: run `make test-tools` (builds helm from Go modules into bin/)", p)
+	}
+	return p
+}
+
+// render runs helm template with a values file; the error carries helm's
+// message.
+func render(t *testing.T, values, namespace string) (string, error) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr bytes.Buffer
+	cmd := exec.Command(helm(t), "template", "hf", chart, "--namespace", namespace, "-f", file)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	return out.String(), nil
+}
+
+func shippedFile(t *testing.T, adapter, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "taskconfigs", adapter, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// indent prefixes every line for a YAML block scalar.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+func TestChartLints(t *testing.T) {
+	out, err := exec.Command(helm(t), "lint", chart, "--strict").CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}
+
+func TestChartRendersObjectsTheAPIServerAccepts(t *testing.T) {
+	kube := testenv.KubeAPI(t)
+	cs, err := kubernetes.NewForConfig(kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "chart-test"
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	values := fmt.Sprintf(`temporal:
+  address: temporal.example:7233
+  namespace: hyperfleet
+  tls: {enabled: true, secretName: temporal-mtls}
+api:
+  clusterAdapters: [validation, landing-zone]
+  nodepoolAdapters: []
+adapters:
+  - name: landing-zone
+    files:
+      adapter-config.yaml: |
+%s
+      adapter-task-config.yaml: |
+%s
+    clusterRules:
+      - apiGroups: [""]
+        resources: [namespaces, configmaps]
+        verbs: [get, list, watch, create, update, patch, delete]
+  - name: validation
+    configMap: validation-adapter
+    serviceAccount: {create: false, name: default}
+    maxConcurrentActivities: 20
+`, indent(shippedFile(t, "landing-zone", "adapter-config.yaml"), "        "),
+		indent(shippedFile(t, "landing-zone", "adapter-task-config.yaml"), "        "))
+	manifest, err := render(t, values, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := decode(t, manifest)
+
+	kinds := map[string]int{}
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range objects {
+		kinds[o.GetKind()]++
+		byName[o.GetKind()+"/"+o.GetName()] = o
+	}
+	want := map[string]int{"Deployment": 4, "Service": 1, "ConfigMap": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%d %s objects, want %d (all: %v)", kinds[k], k, n, kinds)
+		}
+	}
+
+	// The API: PostgreSQL from the Secret, adapters as JSON, a readiness
+	// probe that does not follow Temporal.
+	api := container(t, byName, "Deployment/hf-hyperfleet-api")
+	env := envOf(api)
+	if env["HYPERFLEET_CLUSTER_ADAPTERS"] != `["validation","landing-zone"]` || env["HYPERFLEET_NODEPOOL_ADAPTERS"] != "[]" ||
+		env["HYPERFLEET_TEMPORAL_ADDRESS"] != "temporal.example:7233" || env["HYPERFLEET_TEMPORAL_TLS_CA"] != "/etc/hyperfleet/temporal-tls/ca.crt" {
+		t.Errorf("API env = %v", env)
+	}
+	if path, _, _ := unstructured.NestedString(api, "readinessProbe", "httpGet", "path"); path != "/readyz?exclude=workflow-engine" {
+		t.Errorf("API readiness probe path = %q", path)
+	}
+	// Each adapter: its own Deployment and service account, the API's
+	// Service address, its files mounted as an adapter directory.
+	lz := container(t, byName, "Deployment/hf-hyperfleet-adapter-landing-zone")
+	args := fmt.Sprint(lz["args"])
+	if !strings.Contains(args, "--adapter-dir=/etc/hyperfleet/adapter") || !strings.Contains(args, "--api-base-url=http://hf-hyperfleet-api:8000") {
+		t.Errorf("landing-zone worker args = %s", args)
+	}
+	if sa, _, _ := unstructured.NestedString(byName["Deployment/hf-hyperfleet-adapter-landing-zone"].Object, "spec", "template", "spec", "serviceAccountName"); sa != "hf-hyperfleet-adapter-landing-zone" {
+		t.Errorf("landing-zone service account = %q", sa)
+	}
+	if v := fmt.Sprint(container(t, byName, "Deployment/hf-hyperfleet-adapter-validation")["args"]); !strings.Contains(v, "--max-concurrent-activities=20") {
+		t.Errorf("validation worker args = %s", v)
+	}
+	if v := fmt.Sprint(container(t, byName, "Deployment/hf-hyperfleet-reconciler")["args"]); !strings.Contains(v, "--reconciler") {
+		t.Errorf("reconciler args = %s", v)
+	}
+
+	// The rendered ConfigMap is a valid adapter directory.
+	cm := byName["ConfigMap/hf-hyperfleet-adapter-landing-zone"]
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	dir := t.TempDir()
+	for name, content := range data {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, problems := taskconfig.Load(filepath.Join(dir, "adapter-config.yaml"), filepath.Join(dir, "adapter-task-config.yaml"), taskconfig.Options{}); problems.Err() != nil {
+		t.Errorf("the chart's landing-zone files do not validate: %v", problems.Err())
+	}
+
+	// Every object is accepted by the kube-apiserver (schema, defaults,
+	// RBAC references), without being stored.
+	dyn, err := dynamic.NewForConfig(kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	for _, o := range objects {
+		m, err := mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+		if err != nil {
+			t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
+			continue
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ri = dyn.Resource(m.Resource).Namespace(ns)
+		}
+		if _, err := ri.Create(context.Background(), o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
+			t.Errorf("kube-apiserver refused %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+func TestChartRefusesIncompleteValues(t *testing.T) {
+	cases := []struct {
+		name, values, want string
+	}{
+		{"adapter without files", "adapters:\n  - name: landing-zone\n", "adapter landing-zone: set adapters[].configMap"},
+		{"adapter without a name", "adapters:\n  - configMap: x\n", "adapters[].name is required"},
+		{"no database secret", "database:\n  urlSecret:\n    name: \"\"\n", "database.urlSecret.name is required"},
+		{"no Temporal address", "temporal:\n  address: \"\"\n", "temporal.address is required"},
+	}
+	for _, c := range cases {
+		_, err := render(t, c.values, "default")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: helm template error = %v, want it to say %q", c.name, err, c.want)
+		}
+	}
+}
+
+func decode(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("decode rendered manifest: %v", err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+}
+
+func container(t *testing.T, objs map[string]*unstructured.Unstructured, key string) map[string]any {
+	t.Helper()
+	o, ok := objs[key]
+	if !ok {
+		t.Fatalf("no %s rendered", key)
+	}
+	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		t.Fatalf("%s has no containers", key)
+	}
+	return cs[0].(map[string]any)
+}
+
+func envOf(c map[string]any) map[string]string {
+	out := map[string]string{}
+	list, _ := c["env"].([]any)
+	for _, e := range list {
+		m := e.(map[string]any)
+		if v, ok := m["value"].(string); ok {
+			out[m["name"].(string)] = v
+		}
+	}
+	return out
+}
