@@ -3,6 +3,7 @@ package adapters
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,4 +124,50 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// hyperfleet worker checks what it is asked to host before it connects to
+// Temporal: bad input is a clear error and a non-zero exit, at once.
+func TestWorkerRefusesBadInput(t *testing.T) {
+	broken, brokenLine := t.TempDir(), 0
+	for _, name := range []string{"adapter-config.yaml", "adapter-task-config.yaml"} {
+		b, err := os.ReadFile(filepath.Join(shipped, "validation", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "adapter-task-config.yaml" {
+			const expr = "cluster.?deleted_time.hasValue()"
+			brokenLine = strings.Count(string(b)[:strings.Index(string(b), expr)], "\n") + 1
+			b = []byte(strings.Replace(string(b), expr, "cluster.?deleted_time.hasValue(", 1))
+		}
+		if err := os.WriteFile(filepath.Join(broken, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"nothing to host", nil, []string{"nothing to host", "--reconciler"}},
+		{"unpaired files", []string{"--config", "a.yaml"}, []string{"1 --config but 0 --task-config"}},
+		{"directory without the files", []string{"--adapter-dir", empty}, []string{empty, "adapter-config.yaml"}},
+		{"invalid task config", []string{"--adapter-dir", broken}, []string{fmt.Sprintf("%s:%d", filepath.Join(broken, "adapter-task-config.yaml"), brokenLine), "source.expression", "CEL does not compile"}},
+		{"maestro adapter", []string{"--api-base-url", "http://localhost:8000", "--config", compat + "/cl-maestro/adapter-config.yaml", "--task-config", compat + "/cl-maestro/adapter-task-config.yaml"},
+			[]string{"maestro transport", "workers cannot run yet"}},
+	}
+	for _, c := range cases {
+		args := append([]string{"worker", "--temporal-address", "127.0.0.1:1", "--metrics-listen", ""}, c.args...)
+		out, code := hyperfleet(t, args...)
+		if code == 0 {
+			t.Errorf("%s: exit 0, want an error\n%s", c.name, out)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output does not mention %q:\n%s", c.name, w, out)
+			}
+		}
+	}
 }
