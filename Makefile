@@ -81,8 +81,9 @@ bench: test-tools build ## Go benchmarks, the API load driver and POST-to-Ready 
 
 # The race detector needs cgo; the build of the Temporal server under -race
 # takes about 10 minutes cold, so it is not part of `make test`.
-race: ## unit and workflow tests under the race detector
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./adapter/... ./activities/ ./workflows/... ./apiserver/... ./internal/...
+race: test-tools build ## unit, workflow and end-to-end reconcile tests under the race detector
+	HYPERFLEET_BINARY=$(BIN)/hyperfleet CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) \
+		./adapter/... ./activities/ ./workflows/... ./apiserver/... ./internal/... ./tests/reconcile
 
 FUZZTIME ?= 60s
 fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)
