@@ -83,6 +83,19 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 	})
 }
 
+// LoadAdapters loads every adapter; the first that fails stops the load.
+func LoadAdapters(files []AdapterFiles, deps AdapterDeps) ([]*executor.Engine, error) {
+	engines := make([]*executor.Engine, 0, len(files))
+	for _, f := range files {
+		eng, err := LoadAdapter(f, deps)
+		if err != nil {
+			return nil, err
+		}
+		engines = append(engines, eng)
+	}
+	return engines, nil
+}
+
 // Clients lists the transports an adapter's resources use.
 func Clients(b *taskconfig.Bundle) []string {
 	seen := map[string]bool{}

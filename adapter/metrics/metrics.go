@@ -48,9 +48,15 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"adapter_name", "api", "method", "endpoint"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.phases, m.resources, m.apiRequests, m.apiDurations)
+		m.Register(reg)
 	}
 	return m
+}
+
+// Register adds the metrics to reg, for metrics made with New(nil) before
+// the registry existed.
+func (m *Metrics) Register(reg prometheus.Registerer) {
+	reg.MustRegister(m.runs, m.phases, m.resources, m.apiRequests, m.apiDurations)
 }
 
 // Run counts a finished run.

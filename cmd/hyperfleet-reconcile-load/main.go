@@ -200,13 +200,9 @@ func measure(ctx context.Context, mode string, o options, kube *testenv.Kube, di
 		go func() { _ = app.Server.Serve(srvCtx, ln) }()
 		base = "http://" + ln.Addr().String()
 		deps.APIBaseURL = base
-		var engines []*executor.Engine
-		for _, f := range files {
-			eng, err := worker.LoadAdapter(f, deps)
-			if err != nil {
-				return result{}, err
-			}
-			engines = append(engines, eng)
+		engines, err := worker.LoadAdapters(files, deps)
+		if err != nil {
+			return result{}, err
 		}
 		go sentinel(srvCtx, base, engines, o.pollInterval)
 	default:

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
-	"github.com/hyperfleet/hyperfleet/adapter/executor"
 	adaptermetrics "github.com/hyperfleet/hyperfleet/adapter/metrics"
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
@@ -90,13 +89,9 @@ func runWorker(ctx context.Context, f *workerFlags, log zerolog.Logger) error {
 		// Read once, and only if an adapter applies Kubernetes resources.
 		Kube: sync.OnceValues(func() (*rest.Config, error) { return kubetransport.RESTConfig(f.kubeconfig, 0, 0) }),
 	}
-	var engines []*executor.Engine
-	for _, af := range files {
-		eng, err := worker.LoadAdapter(af, deps)
-		if err != nil {
-			return err
-		}
-		engines = append(engines, eng)
+	engines, err := worker.LoadAdapters(files, deps)
+	if err != nil {
+		return err
 	}
 	var api *apiclient.Client
 	if f.reconciler {

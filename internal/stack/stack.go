@@ -72,10 +72,19 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.API.Server.Listen, err)
 	}
+	url := "http://" + loopback(ln.Addr())
+	// Adapters load before the API touches the database, so a broken one
+	// stops start-up before anything is written. Their metrics join the
+	// API's registry once it exists.
+	var engines []*executor.Engine
+	deps := cfg.AdapterDeps
+	registerMetrics := false
 	if !cfg.NoWorkers {
-		// Load the adapters once before the API touches the database, so a
-		// broken adapter stops start-up before anything is written.
-		if err := checkAdapters(cfg, "http://"+loopback(ln.Addr())); err != nil {
+		deps.APIBaseURL, deps.Logger = url, cfg.Logger
+		if deps.Metrics == nil {
+			deps.Metrics, registerMetrics = adaptermetrics.New(nil), true
+		}
+		if engines, err = worker.LoadAdapters(cfg.Adapters, deps); err != nil {
 			ln.Close()
 			return nil, err
 		}
@@ -85,7 +94,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		ln.Close()
 		return nil, err
 	}
-	s := &Stack{App: app, cfg: cfg, URL: "http://" + loopback(ln.Addr()), failed: make(chan struct{})}
+	if registerMetrics {
+		deps.Metrics.Register(app.Metrics.Registry)
+	}
+	s := &Stack{App: app, cfg: cfg, URL: url, failed: make(chan struct{})}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 
@@ -100,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.goRun(func() error { return app.Server.Serve(runCtx, ln) })
 
 	if !cfg.NoWorkers {
-		if err := s.StartWorkers(); err != nil {
+		if err := s.startWorkers(engines); err != nil {
 			s.Stop()
 			return nil, err
 		}
@@ -108,35 +120,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	return s, nil
 }
 
-func checkAdapters(cfg Config, apiURL string) error {
-	deps := cfg.AdapterDeps
-	deps.APIBaseURL, deps.Metrics, deps.Logger = apiURL, nil, zerolog.Nop()
-	for _, files := range cfg.Adapters {
-		if _, err := worker.LoadAdapter(files, deps); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// StartWorkers starts the in-process reconciler and adapter workers (again,
-// after StopWorkers).
-func (s *Stack) StartWorkers() error {
-	deps := s.cfg.AdapterDeps
-	deps.APIBaseURL = s.URL
-	if deps.Metrics == nil {
-		deps.Metrics = adaptermetrics.New(s.App.Metrics.Registry)
-		s.cfg.AdapterDeps.Metrics = deps.Metrics
-	}
-	deps.Logger = s.cfg.Logger
-	engines := make([]*executor.Engine, 0, len(s.cfg.Adapters))
-	for _, files := range s.cfg.Adapters {
-		eng, err := worker.LoadAdapter(files, deps)
-		if err != nil {
-			return err
-		}
-		engines = append(engines, eng)
-	}
+// startWorkers starts the in-process reconciler and adapter workers.
+func (s *Stack) startWorkers(engines []*executor.Engine) error {
 	s.warnUnhosted(engines)
 	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.URL, RetryAttempts: 1, Timeout: 10 * time.Second})
 	if err != nil {
@@ -153,8 +138,8 @@ func (s *Stack) StartWorkers() error {
 	return nil
 }
 
-// StopWorkers stops the in-process workers.
-func (s *Stack) StopWorkers() {
+// stopWorkers stops the in-process workers.
+func (s *Stack) stopWorkers() {
 	if s.Workers != nil {
 		s.Workers.Stop()
 		s.Workers = nil
@@ -163,7 +148,7 @@ func (s *Stack) StopWorkers() {
 
 // Stop takes everything down and closes the store.
 func (s *Stack) Stop() error {
-	s.StopWorkers()
+	s.stopWorkers()
 	s.cancel()
 	s.wg.Wait()
 	err := s.App.Close()

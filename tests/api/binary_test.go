@@ -2,7 +2,7 @@ package api
 
 import (
 	"bytes"
-	"net"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,14 +15,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)) }
 
 type process struct {
 	cmd *exec.Cmd

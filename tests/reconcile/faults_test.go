@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
-	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
@@ -151,20 +148,10 @@ func TestWorkerKilledMidRound(t *testing.T) {
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }); gate.Close() })
 	gated := gatedLandingZone(t, gate.URL)
 
-	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(testenv.Binary(t), "worker", "--log-format", "json",
+	startWorker := func() *process {
+		return startProcess(t, "hyperfleet worker", []string{"worker", "--log-format", "json",
 			"--temporal-address", s.temporalAddr, "--api-base-url", s.url, "--kubeconfig", s.kube.Kubeconfig,
-			"--adapter-dir", shipped("validation"), "--adapter-dir", gated, "--metrics-listen", "")
-		cmd.Env = append(os.Environ(), "KUBECONFIG=")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if os.Getenv("HYPERFLEET_TEST_LOG") == "" {
-			cmd.Stdout, cmd.Stderr = nil, nil
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-		return cmd
+			"--adapter-dir", shipped("validation"), "--adapter-dir", gated, "--metrics-listen", ""})
 	}
 	first := startWorker()
 	c := s.createCluster("e2e-worker-killed", nil)
@@ -176,10 +163,10 @@ func TestWorkerKilledMidRound(t *testing.T) {
 		t.Fatalf("the gated precondition was called %d times before the kill: a live activity was retried", n)
 	}
 
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = first.Process.Wait()
+	<-first.exited
 	startWorker()
 	releaseOnce.Do(func() { close(release) })
 
@@ -310,14 +297,4 @@ func (s *system) readyz() (int, string) {
 	var b strings.Builder
 	_, _ = io.Copy(&b, resp.Body)
 	return resp.StatusCode, b.String()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

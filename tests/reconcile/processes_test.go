@@ -18,7 +18,7 @@ import (
 // worker runs is handed to Temporal and waits on its task queue until one
 // polls.
 func TestSeparateProcesses(t *testing.T) {
-	temporalPort, apiPort, metricsPort := freePort(t), freePort(t), freePort(t)
+	temporalPort, apiPort, metricsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	temporalAddr := fmt.Sprintf("127.0.0.1:%d", temporalPort)
 	api := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 
