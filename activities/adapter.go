@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
 	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
@@ -32,16 +36,97 @@ type Registry interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 }
 
-// Register adds the three phases under the names the workflow calls.
+// Register adds the adapter's activities under the names the workflow
+// calls: Run, and the three phases protocol 1 workflows still call until
+// they move to protocol 2.
 func (a *Adapter) Register(r Registry) {
+	r.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: reconcile.ActivityRun})
 	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: reconcile.ActivityPrepare})
 	r.RegisterActivityWithOptions(a.Apply, activity.RegisterOptions{Name: reconcile.ActivityApply})
 	r.RegisterActivityWithOptions(a.Report, activity.RegisterOptions{Name: reconcile.ActivityReport})
 }
 
+// Run runs every phase of the adapter for one event in one activity task:
+// params and preconditions, resources (with discovery), then the status
+// report. Its result names each phase's outcome and duration, so the
+// Temporal UI shows where a run stopped and why; while it runs, its
+// heartbeat names the phase under way. A rejected report (4xx) is not
+// retried; any other report failure retries the whole run, which is safe
+// because every phase is idempotent.
+func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.RunResult, error) {
+	event, err := eventMap(in.Event)
+	if err != nil {
+		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
+	}
+	var (
+		st      *executor.State
+		post    *executor.PostResult
+		postErr error
+		phases  []reconcile.PhaseReport
+	)
+	var current atomic.Value
+	timed := func(name string, fn func()) time.Duration {
+		current.Store(name)
+		start := time.Now()
+		fn()
+		return time.Since(start)
+	}
+	heartbeatingWith(ctx, func() any { return current.Load() }, func(ctx context.Context) {
+		d := timed("preconditions", func() { st = a.Engine.Prepare(ctx, event) })
+		phases = append(phases,
+			phaseReport(executor.PhaseParams, st.Trace.Params.Outcome, st.Trace.Params.Reason, 0),
+			phaseReport(executor.PhasePreconditions, st.Trace.Preconditions.Outcome, st.Trace.Preconditions.Reason, d))
+		d = timed("resources", func() { a.Engine.ApplyResources(ctx, st) })
+		phases = append(phases, phaseReport(executor.PhaseResources, st.Trace.Resources.Outcome, st.Trace.Resources.Reason, d))
+		d = timed("post", func() { post, postErr = a.Engine.Report(ctx, st) })
+		reason := ""
+		if postErr != nil {
+			reason = postErr.Error()
+		}
+		phases = append(phases, phaseReport(executor.PhasePost, st.Trace.Post.Outcome, reason, d))
+	})
+	if postErr != nil {
+		if ctx.Err() != nil || (post != nil && post.Retryable) {
+			return reconcile.RunResult{}, fmt.Errorf("post: report status of %s: %w", resourceOf(st), postErr)
+		}
+		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("post: report status of %s: %v", resourceOf(st), postErr), reconcile.ErrRejected, postErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return reconcile.RunResult{}, err // cancelled or timed out: the run is partial
+	}
+	a.logRetry(ctx, st)
+	res := reconcile.RunResult{Summary: summarize(st, post), Phases: phases}
+	for _, step := range st.Trace.Resources.Steps {
+		res.Resources = append(res.Resources, step.Name+"="+strings.ToLower(step.Operation))
+	}
+	res.Seen = seenObjects(st.Resources)
+	return res, nil
+}
+
+// seenObjects digests each discovered object, keyed as a watch names it, so
+// the workflow can tell a change notice it has already acted on.
+func seenObjects(resources map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, v := range resources {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		if ref := transport.RefOf(obj); ref.Name != "" {
+			out[ref.String()] = transport.Digest(obj)
+		}
+	}
+	return out
+}
+
+func phaseReport(phase, outcome, reason string, d time.Duration) reconcile.PhaseReport {
+	return reconcile.PhaseReport{Phase: phase, Outcome: strings.ToLower(outcome), Reason: reason, DurationMS: d.Milliseconds()}
+}
+
 // Prepare resolves params and checks preconditions against the API.
 func (a *Adapter) Prepare(ctx context.Context, in reconcile.PrepareInput) (reconcile.PhaseResult, error) {
-	event, err := eventMap(in)
+	event, err := eventMap(in.Event)
 	if err != nil {
 		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
 	}
@@ -97,11 +182,7 @@ func (a *Adapter) result(ctx context.Context, st *executor.State, post *executor
 	if err := ctx.Err(); err != nil {
 		return reconcile.PhaseResult{}, err // cancelled or timed out: the state is partial
 	}
-	if info := activity.GetInfo(ctx); info.Attempt > 1 {
-		a.Logger.Info().Str("adapter", a.Engine.Name()).Interface("kind", st.Event["kind"]).Interface("resource_id", st.Event["id"]).
-			Interface("generation", st.Event["generation"]).Str("activity", info.ActivityType.Name).
-			Int32("attempt", info.Attempt).Msg("activity retried")
-	}
+	a.logRetry(ctx, st)
 	st.Compact()
 	raw, err := json.Marshal(st)
 	if err != nil {
@@ -109,6 +190,15 @@ func (a *Adapter) result(ctx context.Context, st *executor.State, post *executor
 			fmt.Sprintf("encode %s state: %v", a.Engine.Name(), err), reconcile.ErrConfig, err)
 	}
 	return reconcile.PhaseResult{State: raw, Summary: summarize(st, post)}, nil
+}
+
+// logRetry notes an attempt after the first, with what it acted on.
+func (a *Adapter) logRetry(ctx context.Context, st *executor.State) {
+	if info := activity.GetInfo(ctx); info.Attempt > 1 {
+		a.Logger.Info().Str("adapter", a.Engine.Name()).Interface("kind", st.Event["kind"]).Interface("resource_id", st.Event["id"]).
+			Interface("generation", st.Event["generation"]).Str("activity", info.ActivityType.Name).
+			Int32("attempt", info.Attempt).Msg("activity retried")
+	}
 }
 
 func summarize(st *executor.State, post *executor.PostResult) reconcile.Summary {
@@ -127,11 +217,11 @@ func summarize(st *executor.State, post *executor.PostResult) reconcile.Summary 
 	return s
 }
 
-func eventMap(in reconcile.PrepareInput) (map[string]any, error) {
-	if in.Event.ID == "" || in.Event.Kind == "" {
+func eventMap(ev resource.Event) (map[string]any, error) {
+	if ev.ID == "" || ev.Kind == "" {
 		return nil, errors.New("the reconcile event names no resource (id and kind are required)")
 	}
-	raw, err := json.Marshal(in.Event)
+	raw, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +257,13 @@ func resourceOf(st *executor.State) string {
 // instead of the much longer start-to-close timeout. The first beat comes
 // after a quarter of the timeout: short phases send none.
 func heartbeating(ctx context.Context, fn func(ctx context.Context)) {
+	heartbeatingWith(ctx, nil, fn)
+}
+
+// heartbeatingWith is heartbeating with details: each beat carries what
+// details returns (the phase under way), shown by the Temporal UI on a
+// pending activity.
+func heartbeatingWith(ctx context.Context, details func() any, fn func(ctx context.Context)) {
 	timeout := activity.GetInfo(ctx).HeartbeatTimeout
 	if timeout <= 0 {
 		fn(ctx)
@@ -181,7 +278,11 @@ func heartbeating(ctx context.Context, fn func(ctx context.Context)) {
 			case <-done:
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				if details != nil {
+					activity.RecordHeartbeat(ctx, details())
+				} else {
+					activity.RecordHeartbeat(ctx)
+				}
 			}
 		}
 	}()

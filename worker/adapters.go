@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -35,6 +36,11 @@ type AdapterDeps struct {
 	KubeMissing string
 	Metrics     *metrics.Metrics
 	Logger      zerolog.Logger
+	// Changes, when set, receives every change to an object an adapter
+	// applied (its Kubernetes transport watches them) until WatchContext
+	// ends: the worker wakes the owning resource's workflow with it.
+	Changes      func(transport.Change)
+	WatchContext context.Context
 }
 
 // LoadAdapter reads, validates and wires one adapter. Every problem in the
@@ -68,7 +74,15 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 					return nil, fmt.Errorf("adapter %s (%s) applies Kubernetes resources: %w", name, b.TaskFile, err)
 				}
 			}
-			t, err := kubetransport.New(cfg, "hyperfleet-"+name)
+			var opts []kubetransport.Option
+			if deps.Changes != nil {
+				wctx := deps.WatchContext
+				if wctx == nil {
+					wctx = context.Background()
+				}
+				opts = append(opts, kubetransport.WithWatch(kubetransport.Watch{Adapter: name, Notify: deps.Changes, Context: wctx, Logger: deps.Logger}))
+			}
+			t, err := kubetransport.New(cfg, "hyperfleet-"+name, opts...)
 			if err != nil {
 				return nil, fmt.Errorf("adapter %s: %w", name, err)
 			}

@@ -115,6 +115,7 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 	if ref.APIVersion == "" || ref.Kind == "" || ref.Name == "" {
 		return fail(OpError, errors.New("the rendered manifest needs apiVersion, kind and metadata.name"))
 	}
+	e.stamp(st, manifest)
 
 	if d := r.Lifecycle; d != nil && d.Delete != nil {
 		del, err := e.evalBool(ctx, d.Delete.When.Expression, st.celVars(e.name, e.version))
@@ -145,7 +146,8 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 		}
 		step.Operation = OpCreate
 		applied, err = t.Create(ctx, target, manifest)
-	case transport.Annotation(live, taskconfig.GenerationAnnotation) == transport.Annotation(manifest, taskconfig.GenerationAnnotation):
+	case transport.Annotation(live, taskconfig.GenerationAnnotation) == transport.Annotation(manifest, taskconfig.GenerationAnnotation) &&
+		transport.SameStamp(live, manifest):
 		step.Operation, applied = OpSkip, live
 	case r.RecreateOnChange:
 		step.Operation = OpRecreate
@@ -164,6 +166,15 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 	e.setDiscovered(st, r, found)
 	step.Discovered = found != nil
 	return step, false
+}
+
+// stamp labels the manifest with this adapter and the resource it acts
+// for, so the worker's watch can wake the resource's workflow when the
+// object changes.
+func (e *Engine) stamp(st *State, manifest transport.Object) {
+	kind, _ := st.Event["kind"].(string)
+	id, _ := st.Event["id"].(string)
+	transport.Stamp(manifest, e.name, kind, id)
 }
 
 // deleteResource deletes the discovered object, then rediscovers it: gone

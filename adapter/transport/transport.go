@@ -7,6 +7,9 @@ package transport
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -91,4 +94,134 @@ func Matches(labels, selector map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Labels the engine stamps on every object it applies, so the worker
+// hosting the adapter can watch what it manages and tell the owning
+// resource's workflow when an object changes.
+const (
+	// LabelAdapter names the adapter that applied the object.
+	LabelAdapter = "hyperfleet.io/adapter"
+	// LabelOwnerKind and LabelOwnerID name the HyperFleet resource the
+	// object was applied for (a Cluster, a NodePool...).
+	LabelOwnerKind = "hyperfleet.io/owner-kind"
+	LabelOwnerID   = "hyperfleet.io/owner-id"
+)
+
+// What a Change reports.
+const (
+	// ChangeStatus: the object's status changed (a Job completed, a
+	// Deployment became available).
+	ChangeStatus = "status"
+	// ChangeModified: the object's content changed without a new
+	// generation annotation: someone else edited it.
+	ChangeModified = "modified"
+	// ChangeDeleted: the object is gone.
+	ChangeDeleted = "deleted"
+)
+
+// Change is a change to an object an adapter manages, seen by a watch.
+type Change struct {
+	Adapter   string
+	OwnerKind string
+	OwnerID   string
+	Object    Ref
+	What      string
+	// Digest is the object's Digest after the change; empty when it was
+	// deleted.
+	Digest string
+}
+
+func (c Change) String() string { return c.Object.String() + " " + c.What }
+
+// Stamp puts the adapter and owner labels on a manifest about to be
+// applied. Values that are not valid label values are left out (the object
+// is then applied unwatched rather than refused).
+func Stamp(obj Object, adapter, ownerKind, ownerID string) {
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil || !validLabelValue(adapter) || !validLabelValue(ownerKind) || !validLabelValue(ownerID) {
+		return
+	}
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+	}
+	labels[LabelAdapter], labels[LabelOwnerKind], labels[LabelOwnerID] = adapter, ownerKind, ownerID
+	meta["labels"] = labels
+}
+
+// SameStamp reports whether a live object carries the labels Stamp put on
+// the manifest (none, when the manifest has none).
+func SameStamp(live, manifest Object) bool {
+	l, m := Labels(live), Labels(manifest)
+	for _, k := range []string{LabelAdapter, LabelOwnerKind, LabelOwnerID} {
+		if l[k] != m[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// validLabelValue is Kubernetes' rule for a label value: at most 63
+// characters, alphanumerics with '-', '_' or '.' inside.
+func validLabelValue(v string) bool {
+	if v == "" || len(v) > 63 {
+		return false
+	}
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	if !alnum(v[0]) || !alnum(v[len(v)-1]) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// Digest sums what a change of an object is judged by: its readiness (see
+// Readiness) and its content (everything but metadata and status). A
+// watcher and an adapter's run that compute the same digest saw the same
+// state, so a change notice that carries the digest the adapter last saw
+// needs no new round.
+func Digest(obj Object) string {
+	rest := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "metadata" && k != "status" {
+			rest[k] = v
+		}
+	}
+	content, _ := json.Marshal(rest)
+	ready, _ := json.Marshal(Readiness(obj["status"]))
+	h := sha256.New()
+	h.Write(content)
+	h.Write([]byte{0})
+	h.Write(ready)
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Readiness is the part of a status that says how ready an object is: for
+// a status with conditions or a phase, the conditions' type, status and
+// reason and the phase; otherwise the whole status. Counters and times that
+// move while a rollout goes on (active pods, replica counts, update times)
+// are left out: each would wake the workflow for a round that finds
+// nothing new.
+func Readiness(status any) any {
+	m, ok := status.(map[string]any)
+	if !ok {
+		return status
+	}
+	conds, hasConds := m["conditions"].([]any)
+	phase, hasPhase := m["phase"]
+	if !hasConds && !hasPhase {
+		return status
+	}
+	out := []string{fmt.Sprint("phase=", phase)}
+	for _, c := range conds {
+		if cm, ok := c.(map[string]any); ok {
+			out = append(out, fmt.Sprint(cm["type"], "=", cm["status"], "/", cm["reason"]))
+		}
+	}
+	return out
 }

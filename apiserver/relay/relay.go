@@ -12,8 +12,12 @@ package relay
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -51,8 +56,13 @@ type Config struct {
 	MaxBackoff time.Duration
 	// CallTimeout bounds one call to Temporal (default 10s).
 	CallTimeout time.Duration
-	Registerer  prometheus.Registerer
-	Logger      zerolog.Logger
+	// ResyncRate bounds the signals per second of the start-up pass that
+	// tells every workflow about a changed adapter registration or changed
+	// options (default 200), so a fleet-wide change does not flood
+	// Temporal.
+	ResyncRate float64
+	Registerer prometheus.Registerer
+	Logger     zerolog.Logger
 }
 
 // Relay delivers the outbox.
@@ -80,6 +90,9 @@ func New(cfg Config) *Relay {
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Second
+	}
+	if cfg.ResyncRate <= 0 {
+		cfg.ResyncRate = 200
 	}
 	cfg.Options = cfg.Options.WithDefaults()
 	r := &Relay{cfg: cfg, nudge: make(chan struct{}, 1), metrics: newMetrics(cfg.Registerer)}
@@ -222,44 +235,190 @@ func (r *Relay) Drain(ctx context.Context) (int, error) {
 	return len(rows), nil
 }
 
+// fingerprintSetting stores what the workflows were last told: the
+// adapter registration and the workflow options.
+const fingerprintSetting = "relay_fingerprint"
+
 // Resync makes sure every live resource has a running workflow that knows
-// its current generation and the current adapter list: after a Temporal
-// outage that lost state, a registration change, or a first start against
-// an existing database.
+// the current adapter list and options: after a Temporal outage that lost
+// state, a registration change, or a first start against an existing
+// database. When neither the registration nor the options changed since the
+// last pass (a stored fingerprint says so), only resources without a
+// running workflow are handed over, so an ordinary restart sends no
+// per-resource signal; otherwise every workflow is signalled, at most
+// ResyncRate a second, and the fingerprint is stored once all have been.
 func (r *Relay) Resync(ctx context.Context) error {
-	count := 0
-	for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
+	want, err := r.fingerprint()
+	if err != nil {
+		return err
+	}
+	have, ok, err := r.cfg.Store.GetSetting(ctx, fingerprintSetting)
+	if err != nil {
+		return fmt.Errorf("read the relay fingerprint: %w", err)
+	}
+	if ok && have == want {
+		n, err := r.startMissing(ctx)
+		if err == nil {
+			r.cfg.Logger.Info().Int("started", n).Msg("registration and options unchanged: handed over only resources without a running workflow")
+		}
+		return err
+	}
+	n, err := r.resyncAll(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.cfg.Store.PutSetting(ctx, fingerprintSetting, want); err != nil {
+		return fmt.Errorf("store the relay fingerprint: %w", err)
+	}
+	r.cfg.Logger.Info().Int("resources", n).Msg("every live resource's workflow knows the current adapters and options")
+	return nil
+}
+
+// fingerprint digests what every workflow must know.
+func (r *Relay) fingerprint() (string, error) {
+	kinds := make([]string, 0, len(r.cfg.Registered))
+	for k := range r.cfg.Registered {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	doc := struct {
+		Protocol   int
+		Kinds      []string
+		Registered map[string][]string
+		Options    reconcile.Options
+	}{reconcile.ProtocolEventDriven, kinds, map[string][]string{}, r.cfg.Options}
+	for _, k := range kinds {
+		doc.Registered[k] = sortedCopy(r.cfg.Registered[k])
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// reconciledKinds are the kinds that have adapters, in a stable order.
+func (r *Relay) reconciledKinds() []string {
+	var kinds []string
+	for k, adapters := range r.cfg.Registered {
+		if len(adapters) > 0 {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// eachLive calls fn for every page of live resources of the reconciled
+// kinds.
+func (r *Relay) eachLive(ctx context.Context, fn func(kind string, page []store.LiveRef) error) error {
+	for _, kind := range r.reconciledKinds() {
 		after := ""
 		for {
-			page, err := r.cfg.Store.LiveResources(ctx, kind, after, r.cfg.Batch)
+			page, err := r.cfg.Store.LiveRefs(ctx, kind, after, r.cfg.Batch)
 			if err != nil {
 				return fmt.Errorf("list %s resources: %w", kind, err)
 			}
 			if len(page) == 0 {
 				break
 			}
-			var (
-				mu   sync.Mutex
-				errs []error
-			)
-			r.forEach(ctx, len(page), func(ctx context.Context, i int) {
-				res := &page[i]
-				g := Delivery{Ref: refOf(res), Generation: res.Generation, Reason: reconcile.ReasonResync}
-				if err := r.deliver(ctx, g); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s %s: %w", kind, res.ID, err))
-					mu.Unlock()
-				}
-			})
-			if len(errs) > 0 {
-				return errors.Join(errs...)
+			if err := fn(kind, page); err != nil {
+				return err
 			}
-			count += len(page)
 			after = page[len(page)-1].ID
 		}
 	}
-	r.cfg.Logger.Info().Int("resources", count).Msg("every live resource has a reconcile workflow")
 	return nil
+}
+
+// resyncAll signals every live resource's workflow (starting the missing
+// ones), rate-limited.
+func (r *Relay) resyncAll(ctx context.Context) (int, error) {
+	limit := time.NewTicker(time.Duration(float64(time.Second) / r.cfg.ResyncRate))
+	defer limit.Stop()
+	count := 0
+	err := r.eachLive(ctx, func(kind string, page []store.LiveRef) error {
+		var (
+			mu   sync.Mutex
+			errs []error
+		)
+		r.forEach(ctx, len(page), func(ctx context.Context, i int) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-limit.C:
+			}
+			if err := r.deliver(ctx, resyncOf(kind, page[i])); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s %s: %w", kind, page[i].ID, err))
+				mu.Unlock()
+			}
+		})
+		count += len(page)
+		return errors.Join(errs...)
+	})
+	return count, err
+}
+
+// startMissing hands over the live resources that have no running workflow
+// (Temporal lost its state, or a hand-off was lost), found by comparing the
+// live resources with Temporal's list of running reconcile workflows. A
+// workflow started a moment ago may not be listed yet: it only gets a
+// resync signal, which runs no round.
+func (r *Relay) startMissing(ctx context.Context) (int, error) {
+	running, err := r.runningWorkflows(ctx)
+	if err != nil {
+		return 0, err
+	}
+	started := 0
+	err = r.eachLive(ctx, func(kind string, page []store.LiveRef) error {
+		var missing []store.LiveRef
+		for _, ref := range page {
+			if !running[reconcile.WorkflowID(kind, ref.ID)] {
+				missing = append(missing, ref)
+			}
+		}
+		var (
+			mu   sync.Mutex
+			errs []error
+		)
+		r.forEach(ctx, len(missing), func(ctx context.Context, i int) {
+			if err := r.deliver(ctx, resyncOf(kind, missing[i])); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s %s: %w", kind, missing[i].ID, err))
+				mu.Unlock()
+			}
+		})
+		started += len(missing)
+		return errors.Join(errs...)
+	})
+	return started, err
+}
+
+// runningWorkflows lists the ids of every running reconcile workflow.
+func (r *Relay) runningWorkflows(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", reconcile.WorkflowName)
+	var token []byte
+	for {
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+		resp, err := r.cfg.Temporal.ListWorkflow(cctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("list running reconcile workflows: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			out[e.GetExecution().GetWorkflowId()] = true
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+func resyncOf(kind string, ref store.LiveRef) Delivery {
+	return Delivery{Ref: reconcile.Ref{Kind: kind, ID: ref.ID, ParentID: ref.ParentID}, Generation: ref.Generation, Reason: reconcile.ReasonResync}
 }
 
 // forEach runs fn for 0..n-1 with at most Concurrency in flight.
@@ -289,9 +448,18 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) error {
 			return err
 		}
 		if d.Ref.ParentID != "" {
-			parent := reconcile.Ref{Kind: resource.KindCluster, ID: d.Ref.ParentID}
-			if err := r.signal(ctx, parent, reconcile.Signal{Reason: reconcile.ReasonChildRemoved}); err != nil {
-				return err
+			// Only a deleting parent waits for its children; any other
+			// needs nothing from a child's removal.
+			parent, err := r.cfg.Store.GetResource(ctx, resource.KindCluster, d.Ref.ParentID)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return fmt.Errorf("read the parent of %s %s: %w", d.Ref.Kind, d.Ref.ID, err)
+			case parent.DeletedTime != nil:
+				ref := reconcile.Ref{Kind: resource.KindCluster, ID: d.Ref.ParentID}
+				if err := r.signal(ctx, ref, reconcile.Signal{Reason: reconcile.ReasonChildRemoved}); err != nil {
+					return err
+				}
 			}
 		}
 		log.Debug().Msg("removal handed to the workflow")
@@ -304,7 +472,7 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) error {
 	}
 	opts := r.cfg.Options
 	sig := reconcile.Signal{Generation: d.Generation, Reason: d.Reason, Adapters: adapters, Options: &opts}
-	in := reconcile.Input{Ref: d.Ref, Generation: d.Generation, Adapters: adapters, Options: opts}
+	in := reconcile.Input{Ref: d.Ref, Generation: d.Generation, Adapters: adapters, Options: opts, Protocol: reconcile.ProtocolEventDriven}
 	start := client.StartWorkflowOptions{
 		ID:        reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
 		TaskQueue: reconcile.TaskQueue,
@@ -331,12 +499,10 @@ func (r *Relay) signal(ctx context.Context, ref reconcile.Ref, s reconcile.Signa
 	return nil
 }
 
-func refOf(res *resource.Resource) reconcile.Ref {
-	ref := reconcile.Ref{Kind: res.Kind, ID: res.ID}
-	if res.OwnerReferences != nil {
-		ref.ParentID = res.OwnerReferences.ID
-	}
-	return ref
+func sortedCopy(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

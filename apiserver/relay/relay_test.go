@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
@@ -205,34 +206,55 @@ func TestRemovedResourceGetsNoNewWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A node pool created and removed before the relay ran: its rows fold
-	// into "removed", which must not start a workflow, but tells the
-	// cluster's.
-	err := w.store.InTx(ctx, func(tx store.Tx) error {
-		for _, e := range []store.OutboxEntry{
-			{Kind: resource.KindNodePool, ResourceID: "np-gone", ParentID: c.ID, Generation: 1, Reason: store.OutboxCreated, CreatedTime: time.Now()},
-			{Kind: resource.KindNodePool, ResourceID: "np-gone", ParentID: c.ID, Generation: 2, Reason: store.OutboxRemoved, CreatedTime: time.Now()},
-		} {
-			if err := tx.AppendOutbox(ctx, e); err != nil {
-				return err
+	// into "removed", which must not start a workflow.
+	removeNodePool := func(id string) {
+		t.Helper()
+		err := w.store.InTx(ctx, func(tx store.Tx) error {
+			for _, e := range []store.OutboxEntry{
+				{Kind: resource.KindNodePool, ResourceID: id, ParentID: c.ID, Generation: 1, Reason: store.OutboxCreated, CreatedTime: time.Now()},
+				{Kind: resource.KindNodePool, ResourceID: id, ParentID: c.ID, Generation: 2, Reason: store.OutboxRemoved, CreatedTime: time.Now()},
+			} {
+				if err := tx.AppendOutbox(ctx, e); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
+		if _, err := w.relay.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if w.workflowExists(resource.KindNodePool, id) {
+			t.Errorf("removed node pool %s got a workflow", id)
+		}
+		if w.pending() != 0 {
+			t.Error("rows of a removed resource stay pending")
+		}
+	}
+
+	// The cluster is not deleting: a node pool's removal leaves it alone
+	// (a round it did not need could drop it out of Reconciled).
+	removeNodePool("np-gone")
+	_, before := w.started(resource.KindCluster, c.ID)
+	for _, s := range before {
+		if s.Reason == reconcile.ReasonChildRemoved {
+			t.Errorf("a cluster that is not deleting was told a node pool went: %+v", before)
+		}
+	}
+
+	// A deleting cluster waits for its node pools: it is told.
+	if _, err := w.svc.Delete(ctx, lifecycle.Ref{Kind: resource.KindCluster, ID: c.ID}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.relay.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if w.workflowExists(resource.KindNodePool, "np-gone") {
-		t.Error("a removed node pool got a workflow")
-	}
+	removeNodePool("np-gone-2")
 	_, sigs := w.started(resource.KindCluster, c.ID)
 	if last := sigs[len(sigs)-1]; last.Reason != reconcile.ReasonChildRemoved {
-		t.Errorf("cluster's last signal = %+v, want child-removed", last)
-	}
-	if w.pending() != 0 {
-		t.Error("rows of a removed resource stay pending")
+		t.Errorf("deleting cluster's last signal = %+v, want child-removed", last)
 	}
 }
 
@@ -329,3 +351,56 @@ func (silent) Debug(string, ...any) {}
 func (silent) Info(string, ...any)  {}
 func (silent) Warn(string, ...any)  {}
 func (silent) Error(string, ...any) {}
+
+// A restart with the same adapters and options signals no running
+// workflow (a fleet of 100,000 would otherwise take a round trip each);
+// it only starts the ones Temporal lost. A changed registration tells
+// every workflow.
+func TestResyncTouchesOnlyWhatChanged(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	kept := w.createCluster("relay-kept")
+	lost := w.createCluster("relay-lost")
+	if _, err := w.relay.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.relay.Resync(ctx); err != nil { // first start: no fingerprint yet
+		t.Fatal(err)
+	}
+	_, sigs := w.started(resource.KindCluster, kept.ID)
+	if len(sigs) != 2 || sigs[1].Reason != reconcile.ReasonResync {
+		t.Fatalf("first resync: signals = %+v, want the creation's and one resync", sigs)
+	}
+
+	if err := w.tc.TerminateWorkflow(ctx, reconcile.WorkflowID(resource.KindCluster, lost.ID), "", "test: Temporal lost it"); err != nil {
+		t.Fatal(err)
+	}
+	// Visibility trails the termination: wait until the list shows it.
+	eventually(t, func() bool {
+		resp, err := w.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId = '%s' AND ExecutionStatus = 'Running'", reconcile.WorkflowID(resource.KindCluster, lost.ID))})
+		return err == nil && len(resp.GetExecutions()) == 0
+	}, "the terminated workflow is still listed as running")
+	if err := w.relay.Resync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, sigs := w.started(resource.KindCluster, kept.ID); len(sigs) != 2 {
+		t.Errorf("an unchanged restart signalled a running workflow: %+v", sigs)
+	}
+	desc, err := w.tc.DescribeWorkflowExecution(ctx, reconcile.WorkflowID(resource.KindCluster, lost.ID), "")
+	if err != nil || desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Errorf("the lost workflow was not started again: %v %v", desc.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+
+	// Another adapter registered: every workflow must hear of it.
+	changed := map[string][]string{resource.KindCluster: {"validation", "landing-zone", "dns"}, resource.KindNodePool: {"nodepool-config"}}
+	w.relay = relay.New(relay.Config{Store: w.store, Temporal: w.tc, Registered: changed, Sweep: -1,
+		Options: reconcile.Options{StabilityWindow: time.Hour}, Logger: zerolog.Nop()})
+	if err := w.relay.Resync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, sigs = w.started(resource.KindCluster, kept.ID)
+	if last := sigs[len(sigs)-1]; len(sigs) != 3 || fmt.Sprint(last.Adapters) != "[validation landing-zone dns]" {
+		t.Errorf("after a registration change, signals = %+v", sigs)
+	}
+}

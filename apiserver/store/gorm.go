@@ -424,6 +424,23 @@ func (s *gormStore) LiveResources(ctx context.Context, kind, afterID string, lim
 	return out, nil
 }
 
+func (s *gormStore) LiveRefs(ctx context.Context, kind, afterID string, limit int) ([]LiveRef, error) {
+	var rows []resourceRow
+	err := s.db.WithContext(ctx).Select("id", "parent_id", "generation").Where("kind = ? AND id > ?", kind, afterID).Order("id").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("page %s ids after %q: %w", kind, afterID, err)
+	}
+	out := make([]LiveRef, 0, len(rows))
+	for i := range rows {
+		ref := LiveRef{ID: rows[i].ID, Generation: rows[i].Generation}
+		if rows[i].ParentID != nil {
+			ref.ParentID = *rows[i].ParentID
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&gormTx{db: tx, backend: s.backend})

@@ -44,6 +44,9 @@ type Store interface {
 	// LiveResources pages through every stored resource of a kind by id,
 	// for start-up passes (re-aggregation, workflow hand-off).
 	LiveResources(ctx context.Context, kind, afterID string, limit int) ([]resource.Resource, error)
+	// LiveRefs is LiveResources reading only identity and generation: the
+	// relay's start-up pass over a large fleet.
+	LiveRefs(ctx context.Context, kind, afterID string, limit int) ([]LiveRef, error)
 
 	// InTx runs fn in one transaction; fn's error rolls it back.
 	InTx(ctx context.Context, fn func(Tx) error) error
@@ -55,6 +58,13 @@ type Store interface {
 
 	GetSetting(ctx context.Context, key string) (string, bool, error)
 	PutSetting(ctx context.Context, key, value string) error
+}
+
+// LiveRef identifies a stored resource.
+type LiveRef struct {
+	ID         string
+	ParentID   string
+	Generation int64
 }
 
 // Tx is what a transaction may do. Every method that changes a resource

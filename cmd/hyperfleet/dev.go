@@ -186,7 +186,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			Logger:     log,
 		},
 		Temporal: tc, Namespace: srv.Namespace(),
-		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep,
+		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate,
 		Adapters: files,
 		AdapterDeps: worker.AdapterDeps{Kube: kubeFn,
 			KubeMissing: "set KUBECONFIG or pass --kubeconfig"},

@@ -128,7 +128,7 @@ HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.`,
 			defer tc.Close()
 			s, err := stack.Start(ctx, stack.Config{
 				API: opts, Temporal: tc, Namespace: flags.temporal.cfg.Namespace, NoWorkers: true,
-				Reconcile: flags.reconcile.opts, RelaySweep: flags.reconcile.sweep, Logger: log,
+				Reconcile: flags.reconcile.opts, RelaySweep: flags.reconcile.sweep, RelayResyncRate: flags.reconcile.resyncRate, Logger: log,
 			})
 			if err != nil {
 				return err

@@ -27,8 +27,9 @@ func (t *temporalFlags) add(fs *pflag.FlagSet, defaultAddress string) {
 
 // reconcileFlags tune the workflows the relay starts.
 type reconcileFlags struct {
-	opts  reconcile.Options
-	sweep time.Duration
+	opts       reconcile.Options
+	sweep      time.Duration
+	resyncRate float64
 }
 
 func (r *reconcileFlags) add(fs *pflag.FlagSet) {
@@ -36,5 +37,7 @@ func (r *reconcileFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.opts.InitialBackoff, "reconcile-backoff", time.Second, "first wait before re-running a resource that is not Reconciled; doubles per round")
 	fs.DurationVar(&r.opts.MaxBackoff, "reconcile-backoff-max", time.Minute, "longest wait between rounds of a resource that is not Reconciled")
 	fs.DurationVar(&r.opts.HeartbeatTimeout, "activity-heartbeat-timeout", 20*time.Second, "how long an adapter activity may go silent before Temporal retries it on another worker")
+	fs.Float64Var(&r.opts.StabilityJitter, "stability-jitter", 0.1, "spread self-healing rounds over ± this fraction of the stability window (negative: none)")
 	fs.DurationVar(&r.sweep, "relay-sweep", time.Minute, "re-read the outbox this often as a safety net for rows another API replica left behind (negative disables)")
+	fs.Float64Var(&r.resyncRate, "relay-resync-rate", 200, "signals per second when a changed adapter registration or reconcile setting is handed to every workflow at start-up")
 }

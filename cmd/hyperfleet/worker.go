@@ -23,6 +23,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 	"github.com/hyperfleet/hyperfleet/worker"
+	"github.com/hyperfleet/hyperfleet/worker/wake"
 )
 
 type workerFlags struct {
@@ -37,6 +38,7 @@ type workerFlags struct {
 	kubeconfig    string
 	maxActivities int
 	metricsListen string
+	wakeInterval  time.Duration
 }
 
 func newWorkerCommand() *cobra.Command {
@@ -71,6 +73,7 @@ order. --api-base-url overrides every adapter's clients.hyperfleet_api.base_url.
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster Kubernetes adapters apply to (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.IntVar(&f.maxActivities, "max-concurrent-activities", 0, "concurrent activities per task queue (0: Temporal's default)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "serve /metrics and /healthz here (empty disables)")
+	fs.DurationVar(&f.wakeInterval, "wake-interval", wake.DefaultInterval, "least time between two wake-ups of one resource's workflow when objects its adapters manage change")
 	return cmd
 }
 
@@ -84,10 +87,14 @@ func runWorker(ctx context.Context, f *workerFlags, log zerolog.Logger) error {
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Changes to the objects the adapters apply wake the owning workflows;
+	// the waker gets its Temporal client once connected.
+	waker := wake.New(f.wakeInterval, registry, log.With().Str("component", "wake").Logger())
 	deps := worker.AdapterDeps{
 		APIBaseURL: f.apiBaseURL, Metrics: adaptermetrics.New(registry), Logger: log,
 		// Read once, and only if an adapter applies Kubernetes resources.
-		Kube: sync.OnceValues(func() (*rest.Config, error) { return kubetransport.RESTConfig(f.kubeconfig, 0, 0) }),
+		Kube:    sync.OnceValues(func() (*rest.Config, error) { return kubetransport.RESTConfig(f.kubeconfig, 0, 0) }),
+		Changes: waker.Notify, WatchContext: ctx,
 	}
 	engines, err := worker.LoadAdapters(files, deps)
 	if err != nil {
@@ -110,6 +117,7 @@ func runWorker(ctx context.Context, f *workerFlags, log zerolog.Logger) error {
 		return err
 	}
 	defer tc.Close()
+	waker.Attach(tc)
 	for {
 		err := temporalclient.WaitReachable(ctx, tc, 10*time.Second)
 		if err == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/relay"
 	"github.com/hyperfleet/hyperfleet/worker"
+	"github.com/hyperfleet/hyperfleet/worker/wake"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	Reconcile reconcile.Options
 	// RelaySweep is the relay's safety-net interval (0: its default).
 	RelaySweep time.Duration
+	// RelayResyncRate bounds the start-up pass's signals a second (0: its
+	// default).
+	RelayResyncRate float64
 	// Adapters to host in-process, with what they share; the API base URL
 	// and the logger are the stack's own.
 	Adapters    []worker.AdapterFiles
@@ -79,31 +83,42 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	var engines []*executor.Engine
 	deps := cfg.AdapterDeps
 	registerMetrics := false
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var waker *wake.Waker
 	if !cfg.NoWorkers {
 		deps.APIBaseURL, deps.Logger = url, cfg.Logger
 		if deps.Metrics == nil {
 			deps.Metrics, registerMetrics = adaptermetrics.New(nil), true
 		}
+		// Objects the adapters apply are watched: their readiness and drift
+		// wake the owning workflow instead of waiting for its timers.
+		waker = wake.New(0, nil, cfg.Logger.With().Str("component", "wake").Logger())
+		waker.Attach(cfg.Temporal)
+		deps.Changes, deps.WatchContext = waker.Notify, runCtx
 		if engines, err = worker.LoadAdapters(cfg.Adapters, deps); err != nil {
+			cancel()
 			ln.Close()
 			return nil, err
 		}
 	}
 	app, err := apiserver.Build(ctx, cfg.API)
 	if err != nil {
+		cancel()
 		ln.Close()
 		return nil, err
 	}
 	if registerMetrics {
 		deps.Metrics.Register(app.Metrics.Registry)
 	}
+	if waker != nil {
+		waker.Register(app.Metrics.Registry)
+	}
 	s := &Stack{App: app, cfg: cfg, URL: url, failed: make(chan struct{})}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 
 	s.Relay = relay.New(relay.Config{
 		Store: app.Store, Temporal: cfg.Temporal, Registered: cfg.API.Registered,
-		Options: cfg.Reconcile, Sweep: cfg.RelaySweep,
+		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate,
 		Registerer: app.Metrics.Registry, Logger: cfg.Logger.With().Str("component", "relay").Logger(),
 	})
 	app.Service.OnOutbox(s.Relay.Nudge)

@@ -29,9 +29,11 @@ import (
 const BinDirEnv = "HYPERFLEET_TEST_BIN_DIR"
 
 // Kube is a real control plane on loopback: etcd, kube-apiserver and
-// kube-controller-manager (namespace finalization, garbage collection,
-// service accounts). There are no nodes and no Job controller: tests set a
-// Job's outcome themselves (see CompleteJob).
+// kube-controller-manager with the controllers the adapters' objects need
+// (namespace finalization, garbage collection, service accounts, Job,
+// Deployment and ReplicaSet). There are no nodes and no kubelet: pods stay
+// Pending unless a test runs the pod stand-in (StartPodStandIn), or sets a
+// Job's outcome itself (CompleteJob).
 type Kube struct {
 	// Kubeconfig is the path of an admin kubeconfig.
 	Kubeconfig string
@@ -224,10 +226,13 @@ current-context: test
 	kcmPort, _ := freePort()
 	if err := k.start("kube-controller-manager", kcm,
 		"--kubeconfig", k.Kubeconfig, "--leader-elect=false",
-		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller",
+		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller,"+
+			"job-controller,deployment-controller,replicaset-controller",
 		"--service-account-private-key-file", saKey, "--use-service-account-credentials=false",
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(kcmPort),
-		"--concurrent-namespace-syncs", "5", "--v", "0"); err != nil {
+		"--concurrent-namespace-syncs", "5", "--concurrent-job-syncs", "20",
+		"--concurrent-deployment-syncs", "20", "--concurrent-replicaset-syncs", "20",
+		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--v", "0"); err != nil {
 		return fail(err)
 	}
 	return k, nil

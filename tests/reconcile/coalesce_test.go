@@ -51,7 +51,7 @@ func TestRapidPatchesCoalesce(t *testing.T) {
 		if call.Generation < known {
 			t.Errorf("%s %s scheduled for generation %d after the workflow knew generation %d", call.Adapter, call.Activity, call.Generation, known)
 		}
-		if call.Generation == 4 && call.Activity == reconcile.ActivityReport {
+		if call.Generation == 4 && call.Activity == reconcile.ActivityRun {
 			finalReports[call.Adapter]++
 		}
 	}

@@ -28,10 +28,33 @@ const (
 	// TaskQueue is where the reconcile workflows and ReadResource run.
 	TaskQueue = "hyperfleet-reconciler"
 
-	ActivityPrepare      = "AdapterPrepare"
-	ActivityApply        = "AdapterApply"
-	ActivityReport       = "AdapterReport"
+	// ActivityRun runs one adapter for one round: params, preconditions,
+	// resources and the status report, in one activity task.
+	ActivityRun = "AdapterRun"
+	// ActivityReadResource reads the resource back after a round; the
+	// workflow runs it as a local activity on the reconciler's worker.
 	ActivityReadResource = "ReadResource"
+
+	// The three phase activities of protocol 1 (ProtocolPhases). Workers
+	// keep hosting them so workflows started before protocol 2 finish their
+	// current round; such workflows move to protocol 2 at their next wait.
+	ActivityPrepare = "AdapterPrepare"
+	ActivityApply   = "AdapterApply"
+	ActivityReport  = "AdapterReport"
+)
+
+// Protocols of the workflow, carried in its input so a replay always takes
+// the path it ran with.
+const (
+	// ProtocolPhases (the zero value, workflows started before protocol 2):
+	// three activities per adapter, a read-back activity, and the same
+	// backoff after every round that did not reconcile.
+	ProtocolPhases = 0
+	// ProtocolEventDriven: one activity per adapter, a local read-back, a
+	// round that made progress followed at once by the adapters not done,
+	// rounds woken by changes to the objects adapters manage, and jittered
+	// self-healing rounds.
+	ProtocolEventDriven = 2
 )
 
 // Error types an activity returns for failures retrying cannot fix.
@@ -112,6 +135,10 @@ type Options struct {
 	// Temporal retries it elsewhere (default 20s): how fast a crashed
 	// worker's work moves on.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+	// StabilityJitter spreads self-healing rounds over ± this fraction of
+	// the window (default 0.1; negative: none), so resources created
+	// together do not come back together every window.
+	StabilityJitter float64 `json:"stability_jitter,omitempty"`
 }
 
 // WithDefaults fills unset options.
@@ -131,6 +158,14 @@ func (o Options) WithDefaults() Options {
 	if o.HeartbeatTimeout <= 0 {
 		o.HeartbeatTimeout = 20 * time.Second
 	}
+	switch {
+	case o.StabilityJitter == 0:
+		o.StabilityJitter = 0.1
+	case o.StabilityJitter < 0:
+		o.StabilityJitter = -1 // explicit "none", kept through defaults
+	case o.StabilityJitter > 0.5:
+		o.StabilityJitter = 0.5
+	}
 	return o
 }
 
@@ -140,6 +175,9 @@ type Input struct {
 	Generation int64    `json:"generation"`
 	Adapters   []string `json:"adapters"`
 	Options    Options  `json:"options"`
+	// Protocol selects the workflow's behaviour (ProtocolPhases when
+	// absent: histories recorded before protocol 2 replay unchanged).
+	Protocol int `json:"protocol,omitempty"`
 	// Carry is the state handed over by continue-as-new.
 	Carry *Carry `json:"carry,omitempty"`
 }
@@ -153,6 +191,14 @@ type Signal struct {
 	// Adapters, when not null, replaces the workflow's adapter list.
 	Adapters []string `json:"adapters"`
 	Options  *Options `json:"options,omitempty"`
+	// Changed names the adapters whose managed objects changed (reason
+	// ReasonObjectChanged); Objects says which objects and their state
+	// after the change. An adapter whose last run already saw every one of
+	// its objects in that state needs no round; the others run.
+	Changed []string       `json:"changed,omitempty"`
+	Objects []ObjectChange `json:"objects,omitempty"`
+	// Detail says what changed, for the workflow's log.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Signal reasons. The API's outbox reasons (created, updated, deleting) ask
@@ -166,13 +212,10 @@ const (
 	ReasonChildRemoved = "child-removed"
 	// ReasonResync: the relay (re)started and makes sure a workflow runs.
 	ReasonResync = "resync"
+	// ReasonObjectChanged: an object an adapter manages changed status, was
+	// modified or was deleted behind its back (protocol 2).
+	ReasonObjectChanged = "object-changed"
 )
-
-// wakes reports whether a signal warrants a round even without a newer
-// generation.
-func (s Signal) wakes() bool {
-	return s.Reason == ReasonRemoved || s.Reason == ReasonChildRemoved
-}
 
 // Carry is what survives continue-as-new.
 type Carry struct {
@@ -184,6 +227,55 @@ type Carry struct {
 	// removal check) made by a signal just before continue-as-new.
 	Wake       bool `json:"wake,omitempty"`
 	CheckFirst bool `json:"check_first,omitempty"`
+	// Pending lists the adapters the pending round runs. Protocol 2 always
+	// writes it (an empty list means none pending); its absence marks a
+	// carry from protocol 1, whose next run starts with every adapter. All
+	// asks for every adapter.
+	Pending []string `json:"pending"`
+	All     bool     `json:"all,omitempty"`
+	// Settled and Deleting are the last read-back (protocol 2).
+	Settled   []string `json:"settled,omitempty"`
+	SettledAt int64    `json:"settled_at,omitempty"`
+	Deleting  bool     `json:"deleting,omitempty"`
+	// Seen is, per adapter, what its last run saw of its objects.
+	Seen map[string]map[string]string `json:"seen,omitempty"`
+}
+
+// RunInput is what an adapter run acts on.
+type RunInput struct {
+	Event resource.Event `json:"event"`
+}
+
+// RunResult is what one adapter run did: where it ended, and each phase's
+// outcome and duration, so the Temporal UI shows which phase failed and
+// why without reading worker logs.
+type RunResult struct {
+	Summary Summary       `json:"summary"`
+	Phases  []PhaseReport `json:"phases"`
+	// Resources lists what the resources phase did to each one, e.g.
+	// "testJob=create".
+	Resources []string `json:"resources,omitempty"`
+	// Seen maps each object the run discovered ("Job ns/name") to its
+	// digest (transport.Digest): the state the adapter reported on.
+	Seen map[string]string `json:"seen,omitempty"`
+}
+
+// ObjectChange is one managed object's change, as an adapter worker's
+// watch saw it.
+type ObjectChange struct {
+	Adapter string `json:"adapter"`
+	Object  string `json:"object"`
+	// Digest is the object's digest after the change; empty when it was
+	// deleted (a deletion always needs a round).
+	Digest string `json:"digest,omitempty"`
+}
+
+// PhaseReport is one phase of an adapter run.
+type PhaseReport struct {
+	Phase      string `json:"phase"`
+	Outcome    string `json:"outcome"`
+	Reason     string `json:"reason,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
 }
 
 // PrepareInput is the first phase's input.

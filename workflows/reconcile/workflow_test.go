@@ -19,8 +19,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// harness runs the workflow in the SDK's test environment with mocked
-// activities and records what it did.
+// harness runs the workflow (protocol 2) in the SDK's test environment with
+// mocked activities and records what it did. Protocol 1 is covered by
+// replaying the histories it recorded (replay_test.go).
 type harness struct {
 	t   *testing.T
 	env *testsuite.TestWorkflowEnvironment
@@ -31,24 +32,20 @@ type harness struct {
 	reads  int
 	// states answers ReadResource, one per call; the last repeats.
 	states []ResourceState
-	// phase overrides an adapter phase's outcome.
-	phase func(activityName, adapter string, generation int64) (Summary, error)
-	// delay is how long (workflow clock) each adapter phase takes.
+	// run overrides an adapter run's outcome.
+	run func(adapter string, generation int64) (Summary, error)
+	// delay is how long (workflow clock) each adapter run takes.
 	delay time.Duration
+	// seen is what each adapter's run reports it discovered.
+	seen map[string]map[string]string
 }
 
 type call struct {
-	activity   string
 	adapter    string
 	generation int64
 }
 
-func (c call) String() string { return fmt.Sprintf("%s/%s@%d", c.adapter, c.activity, c.generation) }
-
-// phaseState is what the mocked phases pass each other as the engine state.
-type phaseState struct {
-	Generation int64 `json:"generation"`
-}
+func (c call) String() string { return fmt.Sprintf("%s@%d", c.adapter, c.generation) }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
@@ -60,34 +57,34 @@ func newHarness(t *testing.T) *harness {
 		defer h.mu.Unlock()
 		h.timers = append(h.timers, d)
 	})
-	// The phases are registered under their names with placeholder bodies;
-	// the mocks below replace them.
-	h.env.RegisterActivityWithOptions(func(context.Context, PrepareInput) (PhaseResult, error) {
-		return PhaseResult{}, errors.New("not mocked")
-	}, activity.RegisterOptions{Name: ActivityPrepare})
-	for _, name := range []string{ActivityApply, ActivityReport} {
-		h.env.RegisterActivityWithOptions(func(context.Context, json.RawMessage) (PhaseResult, error) {
-			return PhaseResult{}, errors.New("not mocked")
-		}, activity.RegisterOptions{Name: name})
-	}
+	// Registered under their names with placeholder bodies; the mocks below
+	// replace them.
+	h.env.RegisterActivityWithOptions(func(context.Context, RunInput) (RunResult, error) {
+		return RunResult{}, errors.New("not mocked")
+	}, activity.RegisterOptions{Name: ActivityRun})
 	h.env.RegisterActivityWithOptions(func(context.Context, Ref) (ResourceState, error) {
 		return ResourceState{}, errors.New("not mocked")
 	}, activity.RegisterOptions{Name: ActivityReadResource})
 
-	h.env.OnActivity(ActivityPrepare, mock.Anything, mock.Anything).AfterFn(h.wait).Return(
-		func(ctx context.Context, in PrepareInput) (PhaseResult, error) {
-			return h.record(ctx, ActivityPrepare, in.Event.Generation)
-		})
-	for _, name := range []string{ActivityApply, ActivityReport} {
-		h.env.OnActivity(name, mock.Anything, mock.Anything).AfterFn(h.wait).Return(
-			func(ctx context.Context, raw json.RawMessage) (PhaseResult, error) {
-				var st phaseState
-				if err := json.Unmarshal(raw, &st); err != nil {
-					return PhaseResult{}, err
+	h.env.OnActivity(ActivityRun, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return h.delay }).Return(
+		func(ctx context.Context, in RunInput) (RunResult, error) {
+			adapter := strings.TrimPrefix(activity.GetInfo(ctx).TaskQueue, AdapterTaskQueue(""))
+			h.mu.Lock()
+			h.calls = append(h.calls, call{adapter: adapter, generation: in.Event.Generation})
+			run := h.run
+			h.mu.Unlock()
+			summary := Summary{ExecutionStatus: "success"}
+			if run != nil {
+				var err error
+				if summary, err = run(adapter, in.Event.Generation); err != nil {
+					return RunResult{}, err
 				}
-				return h.record(ctx, name, st.Generation)
-			})
-	}
+			}
+			h.mu.Lock()
+			seen := h.seen[adapter]
+			h.mu.Unlock()
+			return RunResult{Summary: summary, Seen: seen}, nil
+		})
 	h.env.OnActivity(ActivityReadResource, mock.Anything, mock.Anything).Return(
 		func(context.Context, Ref) (ResourceState, error) {
 			h.mu.Lock()
@@ -102,41 +99,48 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func (h *harness) wait() time.Duration { return h.delay }
-
-func (h *harness) record(ctx context.Context, name string, generation int64) (PhaseResult, error) {
-	adapter := strings.TrimPrefix(activity.GetInfo(ctx).TaskQueue, AdapterTaskQueue(""))
-	h.mu.Lock()
-	h.calls = append(h.calls, call{activity: name, adapter: adapter, generation: generation})
-	phase := h.phase
-	h.mu.Unlock()
-	summary := Summary{ExecutionStatus: "success"}
-	if phase != nil {
-		var err error
-		if summary, err = phase(name, adapter, generation); err != nil {
-			return PhaseResult{}, err
-		}
-	}
-	state, _ := json.Marshal(phaseState{Generation: generation})
-	return PhaseResult{State: state, Summary: summary}, nil
-}
-
-func (h *harness) run(in Input) {
+// exec runs the workflow to its end with protocol 2 and no jitter unless
+// the input says otherwise.
+func (h *harness) exec(in Input) {
 	h.t.Helper()
+	if in.Protocol == 0 {
+		in.Protocol = ProtocolEventDriven
+	}
+	if in.Options.StabilityJitter == 0 {
+		in.Options.StabilityJitter = -1
+	}
 	h.env.ExecuteWorkflow(WorkflowName, in)
 	if !h.env.IsWorkflowCompleted() {
 		h.t.Fatal("workflow did not complete")
 	}
 }
 
-func (h *harness) callsOf(activityName string) []call {
+func (h *harness) signalAt(at time.Duration, s Signal) {
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalName, s) }, at)
+}
+
+// rounds splits the adapter runs into rounds of the given sizes, each as
+// sorted "adapter@generation" entries.
+func (h *harness) rounds(perRound ...int) []string {
+	h.t.Helper()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []call
-	for _, c := range h.calls {
-		if c.activity == activityName {
-			out = append(out, c)
+	calls := slices.Clone(h.calls)
+	h.mu.Unlock()
+	var out []string
+	for _, n := range perRound {
+		if len(calls) < n {
+			h.t.Fatalf("runs = %v, fewer than the rounds %v", h.calls, perRound)
 		}
+		var names []string
+		for _, c := range calls[:n] {
+			names = append(names, c.String())
+		}
+		slices.Sort(names)
+		out = append(out, strings.Join(names, ","))
+		calls = calls[n:]
+	}
+	if len(calls) != 0 {
+		h.t.Errorf("more runs than expected: %v", calls)
 	}
 	return out
 }
@@ -156,51 +160,45 @@ func (h *harness) view() View {
 
 var cluster = Ref{Kind: "Cluster", ID: "c1"}
 
+var threeAdapters = []string{"landing-zone", "validation", "validation-job"}
+
 func reconciledAt(gen int64) ResourceState {
 	return ResourceState{Generation: gen, Reconciled: true, Reason: "ResourceReady"}
 }
 
-func pendingAt(gen int64) ResourceState {
-	return ResourceState{Generation: gen, Reason: "AdaptersReconciling"}
+func pendingAt(gen int64, settled ...string) ResourceState {
+	return ResourceState{Generation: gen, Reason: "AdaptersReconciling", Settled: settled}
 }
 
-func TestRoundRunsEveryAdapterThenWaitsForStabilityWindow(t *testing.T) {
+var gone = ResourceState{Gone: true}
+
+func TestRoundRunsEveryAdapterOnceThenWaitsForStabilityWindow(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(1), {Gone: true}}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation", "landing-zone"}})
+	h.states = []ResourceState{reconciledAt(1), gone}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation", "landing-zone"}})
 	if err := h.env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow failed: %v", err)
 	}
-	for _, phase := range []string{ActivityPrepare, ActivityApply, ActivityReport} {
-		got := h.callsOf(phase)
-		if len(got) != 4 { // two adapters, two rounds
-			t.Errorf("%s ran %d times, want 4 (2 adapters x 2 rounds): %v", phase, len(got), got)
-		}
-	}
-	adapters := map[string]int{}
-	for _, c := range h.callsOf(ActivityPrepare) {
-		adapters[c.adapter]++
-		if c.generation != 1 {
-			t.Errorf("%s acted on generation %d, want 1", c, c.generation)
-		}
-	}
-	if adapters["validation"] != 2 || adapters["landing-zone"] != 2 {
-		t.Errorf("each adapter runs on its own task queue once per round, got %v", adapters)
+	// One activity per adapter per round, each on its own task queue.
+	got := h.rounds(2, 2)
+	want := []string{"landing-zone@1,validation@1", "landing-zone@1,validation@1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rounds = %q, want %q", got, want)
 	}
 	// Contract: "a Reconciled resource is re-run after a configurable
 	// stability window (default 30 minutes)".
-	if len(h.timers) != 1 || h.timers[0] != 30*time.Minute {
+	if fmt.Sprint(h.timers) != "[30m0s]" {
 		t.Errorf("timers = %v, want one stability window of 30m", h.timers)
 	}
 }
 
-func TestBackoffDoublesUpToAboutAMinute(t *testing.T) {
+func TestRoundWithoutProgressBacksOffDoublingToAMinute(t *testing.T) {
 	h := newHarness(t)
 	for i := 0; i < 8; i++ {
 		h.states = append(h.states, pendingAt(1))
 	}
-	h.states = append(h.states, reconciledAt(1), ResourceState{Gone: true})
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	h.states = append(h.states, reconciledAt(1), gone)
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
 	// Contract: "re-run on a durable backoff (first retry within seconds,
 	// capped at about a minute) until it is [Reconciled]".
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
@@ -208,15 +206,15 @@ func TestBackoffDoublesUpToAboutAMinute(t *testing.T) {
 	if fmt.Sprint(h.timers) != fmt.Sprint(want) {
 		t.Errorf("timers = %v, want %v", h.timers, want)
 	}
-	if n := len(h.callsOf(ActivityReport)); n != 10 {
-		t.Errorf("report ran %d times, want 10 rounds", n)
+	if n := len(h.calls); n != 10 {
+		t.Errorf("ran %d times, want 10 rounds", n)
 	}
 }
 
 func TestBackoffResetsAfterReconciled(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{pendingAt(1), reconciledAt(1), pendingAt(1), {Gone: true}}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"},
+	h.states = []ResourceState{pendingAt(1), reconciledAt(1), pendingAt(1), gone}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"},
 		Options: Options{InitialBackoff: time.Second, StabilityWindow: time.Hour}})
 	want := []time.Duration{time.Second, time.Hour, time.Second}
 	if fmt.Sprint(h.timers) != fmt.Sprint(want) {
@@ -224,192 +222,185 @@ func TestBackoffResetsAfterReconciled(t *testing.T) {
 	}
 }
 
-func TestBumpsDuringARoundCoalesceIntoOneNextRound(t *testing.T) {
+// A chain of dependent adapters: each round after which one more adapter is
+// done runs the rest at once; no timer is started until a round makes no
+// progress.
+func TestProgressRunsTheAdaptersNotDoneAtOnce(t *testing.T) {
 	h := newHarness(t)
-	h.delay = 10 * time.Second
-	h.states = []ResourceState{pendingAt(4), reconciledAt(4), {Gone: true}}
-	// Three bumps arrive while generation 1's prepare runs.
-	for i, at := range []time.Duration{2 * time.Second, 3 * time.Second, 4 * time.Second} {
-		gen := int64(i + 2)
-		h.env.RegisterDelayedCallback(func() {
-			h.env.SignalWorkflow(SignalName, Signal{Generation: gen, Reason: "updated"})
-		}, at)
+	h.states = []ResourceState{
+		pendingAt(1, "landing-zone"),               // round 1: the landing zone is done
+		pendingAt(1, "landing-zone", "validation"), // round 2: validation too
+		pendingAt(1, "landing-zone", "validation"), // round 3: no progress
+		reconciledAt(1),                            // round 4, after the backoff
+		gone,
 	}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation", "landing-zone"}})
-
-	var gens []int64
-	for _, c := range h.callsOf(ActivityPrepare) {
-		gens = append(gens, c.generation)
-	}
-	// Contract: "Rapid successive bumps coalesce: the adapters run for the
-	// newest generation, and never act on an older one after a newer one is
-	// known."
-	if fmt.Sprint(gens) != "[1 1 4 4 4 4]" {
-		t.Errorf("prepare generations = %v, want generation 1 once per adapter, then only 4", gens)
-	}
-	for _, c := range append(h.callsOf(ActivityApply), h.callsOf(ActivityReport)...) {
-		if c.generation != 4 {
-			t.Errorf("%s acted on a superseded generation", c)
-		}
-	}
-	if len(h.timers) != 1 || h.timers[0] != 30*time.Minute {
-		t.Errorf("no backoff between the superseded round and the next one, timers = %v", h.timers)
-	}
-}
-
-// preparedPerRound splits the prepare calls into rounds of the given sizes,
-// each as sorted "adapter@generation" entries.
-func preparedPerRound(h *harness, perRound ...int) []string {
-	calls := h.callsOf(ActivityPrepare)
-	var out []string
-	for _, n := range perRound {
-		if len(calls) < n {
-			h.t.Fatalf("prepare calls = %v, fewer than the rounds %v", h.callsOf(ActivityPrepare), perRound)
-		}
-		var names []string
-		for _, c := range calls[:n] {
-			names = append(names, fmt.Sprintf("%s@%d", c.adapter, c.generation))
-		}
-		slices.Sort(names)
-		out = append(out, strings.Join(names, ","))
-		calls = calls[n:]
-	}
-	if len(calls) != 0 {
-		h.t.Errorf("more prepare calls than expected: %v", calls)
-	}
-	return out
-}
-
-var threeAdapters = []string{"landing-zone", "validation", "validation-job"}
-
-func TestRetryRoundRunsOnlyUnsettledAdapters(t *testing.T) {
-	h := newHarness(t)
-	waiting := pendingAt(1)
-	waiting.Settled = []string{"landing-zone", "validation"}
-	h.states = []ResourceState{waiting, reconciledAt(1), {Gone: true}}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
-	got := preparedPerRound(h, 3, 1, 3)
-	want := []string{"landing-zone@1,validation-job@1,validation@1", "validation-job@1", "landing-zone@1,validation-job@1,validation@1"}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	got := h.rounds(3, 2, 1, 1, 3)
+	want := []string{"landing-zone@1,validation-job@1,validation@1", "validation-job@1,validation@1", "validation-job@1", "validation-job@1",
+		"landing-zone@1,validation-job@1,validation@1"}
 	if !slices.Equal(got, want) {
-		t.Errorf("rounds = %q, want %q (the retry runs only the unsettled adapter; the self-healing round runs all)", got, want)
+		t.Errorf("rounds = %q, want %q", got, want)
 	}
+	// Rounds 1 and 2 made progress: no timer. Round 3 did not: 1s. Then the
+	// stability window.
 	if fmt.Sprint(h.timers) != "[1s 30m0s]" {
-		t.Errorf("timers = %v", h.timers)
+		t.Errorf("timers = %v, want [1s 30m0s]", h.timers)
 	}
 }
 
-func TestRetryWithEveryAdapterSettledRunsAll(t *testing.T) {
+func TestProgressResetsTheBackoff(t *testing.T) {
+	h := newHarness(t)
+	h.states = []ResourceState{pendingAt(1), pendingAt(1), pendingAt(1, "validation"), pendingAt(1, "validation"), reconciledAt(1), gone}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"landing-zone", "validation"}})
+	// 1s, 2s without progress; progress; then the backoff starts over at 1s.
+	if fmt.Sprint(h.timers) != "[1s 2s 1s 30m0s]" {
+		t.Errorf("timers = %v, want [1s 2s 1s 30m0s]", h.timers)
+	}
+}
+
+func TestBackoffWithEveryAdapterDoneRunsAll(t *testing.T) {
 	// Every adapter says done but the API does not say Reconciled (say a
 	// registration the workers do not know): narrowing would run nothing.
 	h := newHarness(t)
-	stuck := pendingAt(1)
-	stuck.Settled = threeAdapters
-	h.states = []ResourceState{stuck, {Gone: true}}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
-	if n := len(h.callsOf(ActivityPrepare)); n != 6 {
-		t.Errorf("prepare ran %d times, want every adapter in both rounds", n)
+	h.states = []ResourceState{pendingAt(1, threeAdapters...), gone}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	if got := h.rounds(3, 3); got[1] != "landing-zone@1,validation-job@1,validation@1" {
+		t.Errorf("second round = %q, want every adapter", got[1])
+	}
+}
+
+func TestBumpsDuringARoundCoalesceIntoOneNextRound(t *testing.T) {
+	h := newHarness(t)
+	h.delay = 10 * time.Second
+	h.states = []ResourceState{pendingAt(4), reconciledAt(4), gone}
+	// Three bumps arrive while generation 1's round runs.
+	for i, at := range []time.Duration{2 * time.Second, 3 * time.Second, 4 * time.Second} {
+		h.signalAt(at, Signal{Generation: int64(i + 2), Reason: "updated"})
+	}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation", "landing-zone"}})
+	// Contract: "Rapid successive bumps coalesce: the adapters run for the
+	// newest generation, and never act on an older one after a newer one is
+	// known."
+	got := h.rounds(2, 2, 2)
+	want := []string{"landing-zone@1,validation@1", "landing-zone@4,validation@4", "landing-zone@4,validation@4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rounds = %q, want %q", got, want)
+	}
+	if fmt.Sprint(h.timers) != "[30m0s]" {
+		t.Errorf("no backoff between the superseded round and the next one, timers = %v", h.timers)
 	}
 }
 
 func TestBumpDuringBackoffRunsEveryAdapter(t *testing.T) {
 	h := newHarness(t)
-	waiting := pendingAt(1)
-	waiting.Settled = []string{"landing-zone", "validation"}
-	h.states = []ResourceState{waiting, reconciledAt(2), {Gone: true}}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 2, Reason: "updated"})
-	}, 500*time.Millisecond) // inside the 1s backoff
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
-	got := preparedPerRound(h, 3, 3, 3)
-	if got[1] != "landing-zone@2,validation-job@2,validation@2" {
-		t.Errorf("round after the bump = %q, want every adapter at generation 2", got[1])
+	h.states = []ResourceState{pendingAt(1, "landing-zone", "validation"), pendingAt(1, "landing-zone", "validation"), reconciledAt(2), gone}
+	h.signalAt(500*time.Millisecond, Signal{Generation: 2, Reason: "updated"}) // inside the backoff after round 2
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	got := h.rounds(3, 1, 3, 3)
+	if got[2] != "landing-zone@2,validation-job@2,validation@2" {
+		t.Errorf("round after the bump = %q, want every adapter at generation 2", got[2])
 	}
 }
 
-func TestWakeDuringBackoffRunsEveryAdapter(t *testing.T) {
+// Contract: readiness and drift of what adapters applied wake the owning
+// workflow: the round runs the adapter whose objects changed, at once.
+func TestObjectChangeWakesTheBackoffForThatAdapter(t *testing.T) {
 	h := newHarness(t)
-	waiting := pendingAt(1)
-	waiting.Settled = []string{"landing-zone", "validation"}
-	h.states = []ResourceState{waiting, reconciledAt(1), {Gone: true}}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 1, Reason: ReasonChildRemoved})
-	}, 500*time.Millisecond)
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
-	if n := len(h.callsOf(ActivityPrepare)); n != 9 {
-		t.Errorf("prepare ran %d times (%v), want every adapter in each of 3 rounds", n, h.callsOf(ActivityPrepare))
-	}
-}
-
-func TestReadBackNewerGenerationStartsNextRound(t *testing.T) {
-	// The signal for generation 2 was lost (or is late): the read-back sees
-	// it and the next round acts on it without waiting.
-	h := newHarness(t)
-	h.states = []ResourceState{pendingAt(2), reconciledAt(2), {Gone: true}}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
-	var gens []int64
-	for _, c := range h.callsOf(ActivityReport) {
-		gens = append(gens, c.generation)
-	}
-	if fmt.Sprint(gens) != "[1 2 2]" {
-		t.Errorf("report generations = %v, want [1 2 2]", gens)
-	}
-	if fmt.Sprint(h.timers) != "[30m0s]" {
-		t.Errorf("timers = %v, want only the stability window", h.timers)
-	}
-}
-
-func TestSignalDuringStabilityWindowStartsRoundAtOnce(t *testing.T) {
-	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(1), reconciledAt(2), {Gone: true}}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 2, Reason: "updated"})
-	}, 5*time.Minute)
+	// Round 1 finishes the landing zone and validation; round 2 creates
+	// the Job, which is not complete yet: no progress, a 1s backoff. The
+	// Job completes at 200ms.
+	h.states = []ResourceState{pendingAt(1, "landing-zone", "validation"), pendingAt(1, "landing-zone", "validation"), reconciledAt(1), gone}
+	h.signalAt(200*time.Millisecond, Signal{Reason: ReasonObjectChanged, Changed: []string{"validation-job"}, Detail: "Job c1/validate status"})
 	start := h.env.Now()
-	var secondRound time.Time
+	var started []time.Duration
 	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == ActivityPrepare && len(h.callsOf(ActivityPrepare)) == 1 {
-			secondRound = h.env.Now()
+		if info.ActivityType.Name == ActivityRun {
+			started = append(started, h.env.Now().Sub(start))
 		}
 	})
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
-	if got := secondRound.Sub(start); got < 5*time.Minute || got > 5*time.Minute+time.Second {
-		t.Errorf("second round started %v after the first, want right after the 5m signal", got)
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	got := h.rounds(3, 1, 1, 3)
+	if got[2] != "validation-job@1" {
+		t.Errorf("woken round = %q, want validation-job alone", got[2])
 	}
-	if gens := h.callsOf(ActivityReport); len(gens) != 3 || gens[1].generation != 2 {
-		t.Errorf("reports = %v, want generation 2 in the second round", gens)
+	if len(started) < 5 || started[4] >= time.Second {
+		t.Errorf("runs started at %v: the woken round waited for the backoff", started)
 	}
 }
 
-func TestSameGenerationSignalDoesNotWake(t *testing.T) {
+func TestObjectChangeOfAReconciledResourceRunsOnlyThatAdapter(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(3), {Gone: true}}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 3, Reason: ReasonResync})
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 2, Reason: "updated"}) // late and old
-	}, time.Minute)
-	h.run(Input{Ref: cluster, Generation: 3, Adapters: []string{"validation"}})
-	if n := len(h.callsOf(ActivityPrepare)); n != 2 {
-		t.Errorf("prepare ran %d times, want 2 (start, then after the stability window)", n)
+	h.states = []ResourceState{reconciledAt(1), reconciledAt(1), gone}
+	h.signalAt(5*time.Minute, Signal{Reason: ReasonObjectChanged, Changed: []string{"landing-zone"}, Detail: "ConfigMap c1/cluster-info deleted"})
+	h.signalAt(6*time.Minute, Signal{Reason: ReasonObjectChanged, Changed: []string{"not-registered"}})
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	got := h.rounds(3, 1, 3)
+	if got[1] != "landing-zone@1" {
+		t.Errorf("round after the drift = %q, want landing-zone alone (no stability-window round)", got[1])
 	}
-	for _, c := range h.calls {
-		if c.generation != 3 {
-			t.Errorf("%s: an older generation was acted on", c)
-		}
+}
+
+// A burst of updates often ends in the state a round already read (the
+// leading notice ran the round, the trailing one reports what it saw): a
+// notice for a state the adapter's last run saw runs nothing.
+func TestObjectChangeInAStateAlreadySeenRunsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.seen = map[string]map[string]string{"landing-zone": {"ConfigMap c1/info": "d1"}}
+	h.states = []ResourceState{reconciledAt(1), reconciledAt(1), reconciledAt(1), gone}
+	seen := ObjectChange{Adapter: "landing-zone", Object: "ConfigMap c1/info", Digest: "d1"}
+	edited := ObjectChange{Adapter: "landing-zone", Object: "ConfigMap c1/info", Digest: "d2"}
+	deleted := ObjectChange{Adapter: "landing-zone", Object: "ConfigMap c1/info"}
+	h.signalAt(5*time.Minute, Signal{Reason: ReasonObjectChanged, Changed: []string{"landing-zone"}, Objects: []ObjectChange{seen}})
+	h.signalAt(6*time.Minute, Signal{Reason: ReasonObjectChanged, Changed: []string{"landing-zone"}, Objects: []ObjectChange{edited}})
+	h.signalAt(7*time.Minute, Signal{Reason: ReasonObjectChanged, Changed: []string{"landing-zone"}, Objects: []ObjectChange{deleted}})
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+	got := h.rounds(3, 1, 1, 3)
+	if got[1] != "landing-zone@1" || got[2] != "landing-zone@1" {
+		t.Errorf("rounds = %q, want one landing-zone round for the edit and one for the deletion, none for the state already seen", got)
+	}
+}
+
+func TestSignalsWithoutChangeRunNoRound(t *testing.T) {
+	h := newHarness(t)
+	h.states = []ResourceState{reconciledAt(3), gone}
+	h.signalAt(time.Minute, Signal{Generation: 3, Reason: ReasonResync, Adapters: []string{"validation"}})
+	h.signalAt(2*time.Minute, Signal{Generation: 2, Reason: "updated"}) // late and old
+	h.signalAt(3*time.Minute, Signal{Reason: ReasonChildRemoved})       // the cluster is not deleting
+	h.signalAt(4*time.Minute, Signal{Reason: ReasonObjectChanged})      // names no adapter
+	h.exec(Input{Ref: cluster, Generation: 3, Adapters: []string{"validation"}})
+	if got := h.rounds(1, 1); got[1] != "validation@3" {
+		t.Errorf("rounds = %q", got)
+	}
+	if fmt.Sprint(h.timers) != "[30m0s]" {
+		t.Errorf("timers = %v: a signal without change interrupted the stability window", h.timers)
+	}
+}
+
+func TestChildRemovedWakesADeletingCluster(t *testing.T) {
+	h := newHarness(t)
+	deleting := ResourceState{Generation: 2, Deleting: true, Reason: "AwaitingChildDeletion"}
+	h.states = []ResourceState{deleting, gone}
+	h.signalAt(500*time.Millisecond, Signal{Generation: 2, Reason: ReasonChildRemoved}) // inside the 1s backoff
+	start := h.env.Now()
+	h.exec(Input{Ref: cluster, Generation: 2, Adapters: []string{"landing-zone"}})
+	if n := len(h.calls); n != 2 {
+		t.Errorf("ran %d times, want 2", n)
+	}
+	if took := h.env.Now().Sub(start); took >= time.Second {
+		t.Errorf("the second round waited for the backoff (%v) instead of the signal", took)
 	}
 }
 
 func TestRemovedSignalFinishesWithoutRunningAdapters(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(1), {Gone: true}}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 2, Reason: ReasonRemoved})
-	}, time.Minute)
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	h.states = []ResourceState{reconciledAt(1), gone}
+	h.signalAt(time.Minute, Signal{Generation: 2, Reason: ReasonRemoved})
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
 	if err := h.env.GetWorkflowError(); err != nil {
 		t.Fatalf("a removed resource completes the workflow, got %v", err)
 	}
-	if n := len(h.callsOf(ActivityPrepare)); n != 1 {
-		t.Errorf("prepare ran %d times, want only the first round", n)
+	if n := len(h.calls); n != 1 {
+		t.Errorf("ran %d times, want only the first round", n)
 	}
 	if h.reads != 2 {
 		t.Errorf("read the resource %d times, want 2", h.reads)
@@ -419,162 +410,112 @@ func TestRemovedSignalFinishesWithoutRunningAdapters(t *testing.T) {
 	}
 }
 
-func TestChildRemovedWakesADeletingCluster(t *testing.T) {
+func TestReadBackNewerGenerationStartsNextRound(t *testing.T) {
+	// The signal for generation 2 was lost (or is late): the read-back sees
+	// it and the next round acts on it without waiting.
 	h := newHarness(t)
-	deleting := ResourceState{Generation: 2, Deleting: true, Reason: "AwaitingChildDeletion"}
-	h.states = []ResourceState{deleting, {Gone: true}}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 2, Reason: ReasonChildRemoved})
-	}, time.Second) // inside the 2s backoff
-	start := h.env.Now()
-	h.run(Input{Ref: cluster, Generation: 2, Adapters: []string{"landing-zone"}})
-	if n := len(h.callsOf(ActivityReport)); n != 2 {
-		t.Errorf("report ran %d times, want 2", n)
+	h.states = []ResourceState{pendingAt(2), reconciledAt(2), gone}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	if got := h.rounds(1, 1, 1); fmt.Sprint(got) != "[validation@1 validation@2 validation@2]" {
+		t.Errorf("rounds = %v", got)
 	}
-	if took := h.env.Now().Sub(start); took >= 2*time.Second {
-		t.Errorf("the second round waited for the backoff (%v) instead of the signal", took)
+	if fmt.Sprint(h.timers) != "[30m0s]" {
+		t.Errorf("timers = %v, want only the stability window", h.timers)
 	}
 }
 
-func TestGoneOnFirstReadCompletes(t *testing.T) {
+func TestGoneOnFirstRunCompletes(t *testing.T) {
 	h := newHarness(t)
-	h.phase = func(name, _ string, _ int64) (Summary, error) {
+	h.run = func(string, int64) (Summary, error) {
 		return Summary{ExecutionStatus: "success", Gone: true, ResourcesSkipped: true, SkipReason: "resource not found"}, nil
 	}
-	h.run(Input{Ref: Ref{Kind: "NodePool", ID: "np1", ParentID: "c1"}, Generation: 2, Adapters: []string{"nodepool-config"}})
+	h.exec(Input{Ref: Ref{Kind: "NodePool", ID: "np1", ParentID: "c1"}, Generation: 2, Adapters: []string{"nodepool-config"}})
 	if err := h.env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
-	}
-	if n := len(h.callsOf(ActivityApply)); n != 0 {
-		t.Errorf("apply ran %d times for a gone resource", n)
 	}
 	if v := h.view(); v.Adapters["nodepool-config"].Outcome != OutcomeGone {
 		t.Errorf("adapter outcome = %+v, want gone", v.Adapters["nodepool-config"])
 	}
 }
 
-func TestSkippedPreconditionsSkipApplyButStillReport(t *testing.T) {
+func TestSkippedPreconditionsShowInTheView(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(1), {Gone: true}}
-	h.phase = func(name, _ string, _ int64) (Summary, error) {
+	h.states = []ResourceState{reconciledAt(1), gone}
+	h.run = func(string, int64) (Summary, error) {
 		return Summary{ExecutionStatus: "success", ResourcesSkipped: true, SkipReason: "landingZoneReady not met"}, nil
 	}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"nodepool-config"}})
-	if n := len(h.callsOf(ActivityApply)); n != 0 {
-		t.Errorf("apply ran %d times although preconditions were not met", n)
-	}
-	if n := len(h.callsOf(ActivityReport)); n != 2 {
-		t.Errorf("report ran %d times, want once per round", n)
-	}
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"nodepool-config"}})
 	if v := h.view(); v.Adapters["nodepool-config"].Outcome != OutcomeSkipped || v.Adapters["nodepool-config"].Detail != "landingZoneReady not met" {
 		t.Errorf("view = %+v", v.Adapters)
 	}
 }
 
-func TestPrepareThatAppliedSkipsApply(t *testing.T) {
-	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(1), {Gone: true}}
-	h.phase = func(name, adapter string, _ int64) (Summary, error) {
-		// validation has no resources: its Prepare ran the resources phase.
-		return Summary{ExecutionStatus: "success", Applied: name == ActivityPrepare && adapter == "validation"}, nil
-	}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation", "landing-zone"}})
-	var applied []string
-	for _, c := range h.callsOf(ActivityApply) {
-		applied = append(applied, c.adapter)
-	}
-	if fmt.Sprint(applied) != "[landing-zone landing-zone]" {
-		t.Errorf("apply ran for %v, want landing-zone only, once per round", applied)
-	}
-	if n := len(h.callsOf(ActivityReport)); n != 4 {
-		t.Errorf("report ran %d times, want 2 adapters x 2 rounds", n)
-	}
-}
-
 func TestAdapterErrorDoesNotStopOtherAdaptersOrTheWorkflow(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{pendingAt(1), reconciledAt(1), {Gone: true}}
-	h.phase = func(name, adapter string, _ int64) (Summary, error) {
-		if adapter == "broken" && name == ActivityPrepare {
+	h.states = []ResourceState{pendingAt(1), reconciledAt(1), gone}
+	h.run = func(adapter string, _ int64) (Summary, error) {
+		if adapter == "broken" {
 			return Summary{}, temporal.NewNonRetryableApplicationError("param clusterId: event.id missing", ErrConfig, nil)
 		}
 		return Summary{ExecutionStatus: "success"}, nil
 	}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"broken", "validation"}})
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"broken", "validation"}})
 	if err := h.env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var okReports, brokenPrepares int
-	for _, c := range h.calls {
-		if c.adapter == "validation" && c.activity == ActivityReport {
-			okReports++
-		}
-		if c.adapter == "broken" && c.activity == ActivityPrepare {
-			brokenPrepares++
-		}
-	}
 	// Non-retryable: one attempt per round, not five.
-	if okReports != 3 || brokenPrepares != 3 {
-		t.Errorf("validation reported %d times, broken prepared %d times; want 3 rounds each", okReports, brokenPrepares)
+	if got := h.rounds(2, 2, 2); got[0] != "broken@1,validation@1" {
+		t.Errorf("rounds = %q", got)
 	}
-	v := h.view()
-	if got := v.Adapters["broken"]; got.Outcome != OutcomeError || !strings.Contains(got.Detail, "event.id missing") {
+	if got := h.view().Adapters["broken"]; got.Outcome != OutcomeError || !strings.Contains(got.Detail, "event.id missing") {
 		t.Errorf("broken adapter view = %+v", got)
 	}
 }
 
 func TestRetryableActivityFailureIsRetried(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(1), {Gone: true}}
+	h.states = []ResourceState{reconciledAt(1), gone}
 	attempts := 0
-	h.phase = func(name, _ string, _ int64) (Summary, error) {
-		if name == ActivityReport {
-			attempts++
-			if attempts < 3 {
-				return Summary{}, errors.New("PUT status: 503 Service Unavailable")
-			}
+	h.run = func(string, int64) (Summary, error) {
+		attempts++
+		if attempts < 3 {
+			return Summary{}, errors.New("post: PUT status: 503 Service Unavailable")
 		}
 		return Summary{ExecutionStatus: "success", Reported: true}, nil
 	}
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
 	if v := h.view(); v.Adapters["validation"].Outcome != OutcomeSuccess {
 		t.Errorf("view = %+v, want success after retries", v.Adapters)
 	}
 	if attempts != 4 { // 3 in round one (2 failures), 1 in round two
-		t.Errorf("report attempts = %d, want 4", attempts)
+		t.Errorf("attempts = %d, want 4", attempts)
 	}
 }
 
-func TestAdapterListChangeWakesAndIsUsed(t *testing.T) {
+func TestNewlyRegisteredAdapterRunsAtOnce(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(1), reconciledAt(1), {Gone: true}}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 1, Reason: ReasonResync, Adapters: []string{"validation", "landing-zone"}})
-	}, time.Minute)
-	start := h.env.Now()
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
-	if took := h.env.Now().Sub(start); took > 32*time.Minute {
-		t.Errorf("took %v: the registration change should start a round at once, not after the stability window", took)
+	h.states = []ResourceState{reconciledAt(1), reconciledAt(1), reconciledAt(1), gone}
+	h.signalAt(time.Minute, Signal{Generation: 1, Reason: ReasonResync, Adapters: []string{"validation", "landing-zone"}})
+	h.signalAt(2*time.Minute, Signal{Generation: 1, Reason: ReasonResync, Adapters: []string{"landing-zone"}})
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	// The added adapter alone; a removal runs no adapter (the resource is
+	// only read again); then the self-healing round of what is registered.
+	got := h.rounds(1, 1, 1)
+	want := []string{"validation@1", "landing-zone@1", "landing-zone@1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rounds = %q, want %q", got, want)
 	}
-	var second []string
-	for _, c := range h.callsOf(ActivityPrepare)[1:] {
-		second = append(second, c.adapter)
-	}
-	if len(second) < 2 || !strings.Contains(strings.Join(second, ","), "landing-zone") {
-		t.Errorf("after the registration change, prepares = %v, want landing-zone included", second)
-	}
-	if h.timers[0] != 30*time.Minute || len(h.timers) != 2 {
-		t.Errorf("timers = %v: the change should have interrupted the first stability window", h.timers)
+	if h.reads != 4 {
+		t.Errorf("read the resource %d times, want 4 (after each change)", h.reads)
 	}
 }
 
 func TestContinueAsNewCarriesState(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{pendingAt(1), pendingAt(1), pendingAt(1)}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalName, Signal{Generation: 2, Reason: "updated"})
-	}, 2*time.Second+10*time.Millisecond) // arrives while the run ends
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Options: Options{RoundsPerRun: 2}})
+	h.states = []ResourceState{pendingAt(1, "validation"), pendingAt(1, "validation")}
+	h.signalAt(1500*time.Millisecond, Signal{Generation: 2, Reason: "updated"}) // arrives during the 2nd round
+	h.delay = time.Second
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"landing-zone", "validation"}, Options: Options{RoundsPerRun: 2}})
 	err := h.env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {
@@ -584,11 +525,14 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 		t.Errorf("continued as %q", can.WorkflowType.Name)
 	}
 	var next Input
-	if err := decodeArgs(can, &next); err != nil {
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.Ref != cluster || next.Generation != 2 || next.Carry == nil || next.Carry.Round != 2 || next.Carry.Failures != 2 {
+	if next.Ref != cluster || next.Generation != 2 || next.Protocol != ProtocolEventDriven || next.Carry == nil || next.Carry.Round != 2 {
 		t.Errorf("continued with %+v carry %+v, want the generation-2 signal and 2 rounds carried", next, next.Carry)
+	}
+	if !next.Carry.All || fmt.Sprint(next.Carry.Settled) != "[validation]" || next.Carry.SettledAt != 1 {
+		t.Errorf("carry = %+v, want a round of every adapter pending and the last read-back", next.Carry)
 	}
 	if next.Options.RoundsPerRun != 2 || next.Options.StabilityWindow != 30*time.Minute {
 		t.Errorf("options not carried: %+v", next.Options)
@@ -598,22 +542,59 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	}
 }
 
-func TestContinuedRunResumesRoundCount(t *testing.T) {
+func TestContinuedRunResumesWhereItWas(t *testing.T) {
+	t.Run("a pending round of one adapter", func(t *testing.T) {
+		h := newHarness(t)
+		h.states = []ResourceState{reconciledAt(2), gone}
+		h.exec(Input{Ref: cluster, Generation: 2, Adapters: threeAdapters, Protocol: ProtocolEventDriven,
+			Carry: &Carry{Round: 200, Failures: 3, Pending: []string{"validation-job"}, Adapters: map[string]AdapterView{"validation": {Generation: 1, Outcome: OutcomeSuccess}}}})
+		if got := h.rounds(1, 3); got[0] != "validation-job@2" {
+			t.Errorf("first round after continue-as-new = %q, want the pending adapter only", got[0])
+		}
+		if v := h.view(); v.Round != 202 || v.Adapters["validation"].Generation != 2 {
+			t.Errorf("view = %+v, want round 202 and fresh adapter views", v)
+		}
+	})
+	t.Run("nothing pending", func(t *testing.T) {
+		h := newHarness(t)
+		h.states = []ResourceState{gone}
+		h.exec(Input{Ref: cluster, Generation: 2, Adapters: []string{"validation"}, Protocol: ProtocolEventDriven,
+			Carry: &Carry{Round: 7, Reconciled: true, Pending: []string{}}})
+		// It waits out the window first, then runs its self-healing round.
+		if got := h.rounds(1); got[0] != "validation@2" || fmt.Sprint(h.timers) != "[30m0s]" {
+			t.Errorf("rounds = %q, timers = %v", got, h.timers)
+		}
+	})
+}
+
+// A workflow started by protocol 1 that reaches a round on a worker with
+// protocol 2 continues as new on protocol 2 before running anything.
+func TestProtocol1WorkflowMovesToProtocol2(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{reconciledAt(2), {Gone: true}}
-	h.run(Input{Ref: cluster, Generation: 2, Adapters: []string{"validation"},
-		Carry: &Carry{Round: 200, Failures: 3, Adapters: map[string]AdapterView{"validation": {Generation: 1, Outcome: OutcomeSuccess}}}})
-	if v := h.view(); v.Round != 202 || v.Adapters["validation"].Generation != 2 {
-		t.Errorf("view = %+v, want round 202 and fresh adapter view", v)
+	h.env.ExecuteWorkflow(WorkflowName, Input{Ref: cluster, Generation: 3, Adapters: []string{"validation"},
+		Carry: &Carry{Round: 40, Wake: true}})
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new", err)
+	}
+	var next Input
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Protocol != ProtocolEventDriven || next.Generation != 3 || next.Carry.Round != 40 || !next.Carry.Wake {
+		t.Errorf("continued with %+v carry %+v", next, next.Carry)
+	}
+	if len(h.calls) != 0 {
+		t.Errorf("protocol 1 ran adapters before moving: %v", h.calls)
 	}
 }
 
 func TestQueryShowsWhereTheWorkflowStands(t *testing.T) {
 	h := newHarness(t)
-	h.states = []ResourceState{pendingAt(1), {Gone: true}}
+	h.states = []ResourceState{pendingAt(1), gone}
 	var during View
-	h.env.RegisterDelayedCallback(func() { during = h.view() }, time.Second)
-	h.run(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	h.env.RegisterDelayedCallback(func() { during = h.view() }, 500*time.Millisecond)
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
 	if during.Phase != PhaseBackoff || during.Generation != 1 || during.Round != 1 || during.Reconciled ||
 		during.Reason != "AdaptersReconciling" || during.NextRound.IsZero() {
 		t.Errorf("view during backoff = %+v", during)
@@ -625,10 +606,63 @@ func TestQueryShowsWhereTheWorkflowStands(t *testing.T) {
 
 func TestInputWithoutResourceIsRejected(t *testing.T) {
 	h := newHarness(t)
-	h.run(Input{Generation: 1})
+	h.exec(Input{Generation: 1})
 	var app *temporal.ApplicationError
 	if err := h.env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != ErrConfig {
 		t.Errorf("error = %v, want %s", err, ErrConfig)
+	}
+}
+
+func TestStabilityWindowIsJittered(t *testing.T) {
+	h := newHarness(t)
+	h.states = []ResourceState{reconciledAt(1), gone}
+	h.env.ExecuteWorkflow(WorkflowName, Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Protocol: ProtocolEventDriven})
+	want := jittered(30*time.Minute, 0.1, cluster.ID, 1)
+	if len(h.timers) != 1 || h.timers[0] != want || want == 30*time.Minute {
+		t.Errorf("timers = %v, want the jittered window %v", h.timers, want)
+	}
+}
+
+func TestJitterBounds(t *testing.T) {
+	const window = 30 * time.Minute
+	lo, hi := window, window
+	seen := map[time.Duration]bool{}
+	for i := 0; i < 2000; i++ {
+		d := jittered(window, 0.1, fmt.Sprintf("c%d", i), int64(i%7))
+		if d < 27*time.Minute || d >= 33*time.Minute {
+			t.Fatalf("jittered window %v outside ±10%% of %v", d, window)
+		}
+		lo, hi = min(lo, d), max(hi, d)
+		seen[d.Truncate(time.Minute)] = true
+	}
+	// Spread over the whole band, not bunched.
+	if lo > 27*time.Minute+30*time.Second || hi < 33*time.Minute-30*time.Second || len(seen) < 6 {
+		t.Errorf("2000 resources spread over [%v, %v] in %d minutes: not spread", lo, hi, len(seen))
+	}
+	if jittered(window, 0.1, "c1", 5) != jittered(window, 0.1, "c1", 5) {
+		t.Error("the same resource and round must get the same wait (workflow code is deterministic)")
+	}
+	if jittered(window, -1, "c1", 5) != window {
+		t.Error("negative jitter means none")
+	}
+}
+
+func TestProgressed(t *testing.T) {
+	cases := []struct {
+		before, after []string
+		want          bool
+	}{
+		{nil, nil, false},
+		{nil, []string{"a"}, true},
+		{[]string{"a"}, []string{"a"}, false},
+		{[]string{"a"}, []string{"a", "b"}, true},
+		{[]string{"a", "b"}, []string{"a"}, false}, // one regressed: not progress
+		{[]string{"a", "b"}, []string{"a", "c"}, true},
+	}
+	for _, c := range cases {
+		if got := progressed(c.before, c.after); got != c.want {
+			t.Errorf("progressed(%v, %v) = %v, want %v", c.before, c.after, got, c.want)
+		}
 	}
 }
 
@@ -646,6 +680,19 @@ func TestBackoffTable(t *testing.T) {
 	}
 }
 
+func TestOptionDefaults(t *testing.T) {
+	o := Options{}.WithDefaults()
+	if o.StabilityJitter != 0.1 || o.StabilityWindow != 30*time.Minute || o.InitialBackoff != time.Second || o.MaxBackoff != time.Minute {
+		t.Errorf("defaults = %+v", o)
+	}
+	if got := (Options{StabilityJitter: -0.3}).WithDefaults().StabilityJitter; got != -1 {
+		t.Errorf("negative jitter = %v, want -1 (none) kept through defaults", got)
+	}
+	if got := (Options{StabilityJitter: 3}).WithDefaults().StabilityJitter; got != 0.5 {
+		t.Errorf("jitter 3 = %v, want capped at 0.5", got)
+	}
+}
+
 func TestIDsAndEvent(t *testing.T) {
 	if got := WorkflowID("NodePool", "np1"); got != "hyperfleet-nodepool-np1" {
 		t.Errorf("WorkflowID = %q", got)
@@ -659,8 +706,4 @@ func TestIDsAndEvent(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("event = %s\nwant   %s", b, want)
 	}
-}
-
-func decodeArgs(can *workflow.ContinueAsNewError, into *Input) error {
-	return converter.GetDefaultDataConverter().FromPayloads(can.Input, into)
 }

@@ -66,10 +66,24 @@ type Transport struct {
 	dyn          dynamic.Interface
 	mapper       meta.ResettableRESTMapper
 	fieldManager string
+	// watch, when set, watches every kind the transport touches.
+	watch *watcher
+}
+
+// compile-time check: the engine uses a Transport through the interface.
+var _ transport.Transport = (*Transport)(nil)
+
+// Option tunes a transport.
+type Option func(*Transport)
+
+// WithWatch makes the transport watch the objects its adapter applies, so
+// their status changes, edits and deletions are reported as they happen.
+func WithWatch(w Watch) Option {
+	return func(t *Transport) { t.watch = newWatcher(w, t.dyn) }
 }
 
 // New connects with cfg; fieldManager owns the fields the adapter applies.
-func New(cfg *rest.Config, fieldManager string) (*Transport, error) {
+func New(cfg *rest.Config, fieldManager string, opts ...Option) (*Transport, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)
@@ -78,11 +92,15 @@ func New(cfg *rest.Config, fieldManager string) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes discovery client: %w", err)
 	}
-	return &Transport{
+	t := &Transport{
 		dyn:          dyn,
 		mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		fieldManager: fieldManager,
-	}, nil
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	return t, nil
 }
 
 // resource resolves a kind to its REST resource, refreshing discovery once
@@ -104,6 +122,7 @@ func (t *Transport) resource(apiVersion, kind, namespace string) (dynamic.Resour
 		}
 		return nil, false, fmt.Errorf("resolve %s %s: %w", apiVersion, kind, err)
 	}
+	t.watch.ensure(mapping.Resource)
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	if !namespaced {
 		return t.dyn.Resource(mapping.Resource), false, nil

@@ -1,0 +1,63 @@
+package transport
+
+import "testing"
+
+func TestDigestJudgesReadinessAndContent(t *testing.T) {
+	job := func(active int, conds ...map[string]any) Object {
+		status := map[string]any{"active": active, "startTime": "2026-11-23T10:00:00Z"}
+		if len(conds) > 0 {
+			list := []any{}
+			for _, c := range conds {
+				list = append(list, c)
+			}
+			status["conditions"] = list
+		}
+		return Object{"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "j", "namespace": "ns", "resourceVersion": "1"},
+			"spec":     map[string]any{"backoffLimit": 0}, "status": status}
+	}
+	complete := map[string]any{"type": "Complete", "status": "True", "reason": "Done", "lastTransitionTime": "t1"}
+	completeLater := map[string]any{"type": "Complete", "status": "True", "reason": "Done", "lastTransitionTime": "t2"}
+	failed := map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+	edited := job(0, complete)
+	edited["spec"] = map[string]any{"backoffLimit": 3}
+	noConds := Object{"kind": "ConfigMap", "data": map[string]any{"a": "1"}}
+	noCondsEdited := Object{"kind": "ConfigMap", "data": map[string]any{"a": "2"}}
+
+	for _, tc := range []struct {
+		name string
+		a, b Object
+		same bool
+	}{
+		{"no conditions yet: the whole status counts", job(1), job(0), false},
+		{"counters and times around the same conditions", job(1, complete), job(0, completeLater), true},
+		{"metadata only", job(0, complete), func() Object {
+			o := job(0, complete)
+			o["metadata"] = map[string]any{"name": "j", "resourceVersion": "9"}
+			return o
+		}(), true},
+		{"a condition appears", job(0), job(0, complete), false},
+		{"another condition", job(0, complete), job(0, failed), false},
+		{"the spec is edited", job(0, complete), edited, false},
+		{"an object without status, edited", noConds, noCondsEdited, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Digest(tc.a) == Digest(tc.b); got != tc.same {
+				t.Errorf("same digest = %v, want %v", got, tc.same)
+			}
+		})
+	}
+}
+
+func TestReadinessKeepsPhaseAndConditions(t *testing.T) {
+	ns := map[string]any{"phase": "Active"}
+	if got := Readiness(ns); len(got.([]string)) != 1 || got.([]string)[0] != "phase=Active" {
+		t.Errorf("Readiness(namespace status) = %v", got)
+	}
+	if got := Readiness(nil); got != nil {
+		t.Errorf("Readiness(nil) = %v", got)
+	}
+	if got := Readiness("odd"); got != "odd" {
+		t.Errorf("Readiness(a string) = %v", got)
+	}
+}

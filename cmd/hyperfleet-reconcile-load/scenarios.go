@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hyperfleet/hyperfleet/internal/temporalcost"
+	"github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// burst creates the clusters at once and waits until all are Reconciled.
+func (b *bench) burst(ctx context.Context) error {
+	fmt.Printf("| mode | clusters | create→Reconciled p50 | p90 | p99 | max | clusters/s | adapter runs/cluster | activity tasks/cluster | workflow tasks/cluster | history events/cluster | actions/cluster |\n")
+	fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, mode := range strings.Split(b.o.modes, ",") {
+		sys, err := b.start(ctx, mode, reconcile.Options{StabilityWindow: b.o.window})
+		if err != nil {
+			return fmt.Errorf("%s: %w", mode, err)
+		}
+		err = b.burstOnce(ctx, mode, sys)
+		sys.stop()
+		if err != nil {
+			return fmt.Errorf("%s: %w", mode, err)
+		}
+	}
+	fmt.Printf("\n%d clusters created by %d concurrent clients\n", b.o.clusters, b.o.concurrency)
+	return nil
+}
+
+func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
+	ids, err := sys.api.createClusters(ctx, b.o.clusters, b.o.concurrency)
+	if err != nil {
+		return err
+	}
+	all, err := sys.api.waitAll(ctx, b.o.timeout, "Reconciled", reconciledAt(1))
+	if err != nil {
+		return err
+	}
+	lat := latencies(all, func(r *resource.Resource) time.Time { return r.CreatedTime })
+	var first, last time.Time
+	for i := range all {
+		c, _ := all[i].Condition(resource.ConditionReady)
+		if first.IsZero() || all[i].CreatedTime.Before(first) {
+			first = all[i].CreatedTime
+		}
+		if c.LastTransitionTime.After(last) {
+			last = c.LastTransitionTime
+		}
+	}
+	n := float64(len(all))
+	label := mode
+	if mode == "poll" {
+		label = fmt.Sprintf("poll every %s", b.o.pollInterval)
+	}
+	costCols := "| | | |"
+	if sys.tc != nil {
+		time.Sleep(time.Second) // the workflow tasks that follow the last report
+		costs, err := sys.cost(ctx, resource.KindCluster, ids)
+		if err != nil {
+			return err
+		}
+		var sum temporalcost.Cost
+		for _, c := range costs {
+			sum = sum.Add(c)
+		}
+		costCols = fmt.Sprintf("%.1f | %.1f | %.1f | %.1f |", float64(sum.ActivityTasks)/n, float64(sum.WorkflowTasks)/n, float64(sum.Events)/n, float64(sum.Actions)/n)
+	}
+	fmt.Printf("| %s | %d | %s | %s | %s | %s | %.1f | %.1f | %s\n", label, len(all), secs(pct(lat, 50)), secs(pct(lat, 90)), secs(pct(lat, 99)),
+		secs(pct(lat, 100)), n/last.Sub(first).Seconds(), sys.adapterRuns()/n, costCols)
+	return nil
+}
+
+// changes measures the cost of each kind of change from the histories.
+func (b *bench) changes(ctx context.Context) error {
+	sys, err := b.start(ctx, "temporal", reconcile.Options{StabilityWindow: time.Hour})
+	if err != nil {
+		return err
+	}
+	defer sys.stop()
+	n := b.o.clusters
+	fmt.Printf("| change | clusters | to Reconciled p50 | activity tasks | workflow tasks | history events | actions |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	var ids []string
+	step := func(name string, act func() error, done func(*resource.Resource) bool, since func(*resource.Resource) time.Time) error {
+		before, err := sys.cost(ctx, resource.KindCluster, ids)
+		if err != nil && ids != nil {
+			return err
+		}
+		start := time.Now()
+		if err := act(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		p50 := "gone"
+		if done != nil {
+			all, err := sys.api.waitAll(ctx, b.o.timeout, "done after "+name, done)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if since == nil {
+				since = func(*resource.Resource) time.Time { return start }
+			}
+			p50 = secs(pct(latencies(all, since), 50))
+		} else if err := b.waitGone(ctx, sys, ids); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		time.Sleep(time.Second) // the workflow tasks that follow the last report
+		after, err := sys.cost(ctx, resource.KindCluster, ids)
+		if err != nil {
+			return err
+		}
+		var d temporalcost.Cost
+		for id, c := range after {
+			d = d.Add(c.Sub(before[id]))
+		}
+		k := float64(len(ids))
+		fmt.Printf("| %s | %d | %s | %.1f | %.1f | %.1f | %.1f |\n", name, len(ids), p50, float64(d.ActivityTasks)/k, float64(d.WorkflowTasks)/k, float64(d.Events)/k, float64(d.Actions)/k)
+		return nil
+	}
+	if err := step("create", func() error { ids, err = sys.api.createClusters(ctx, n, b.o.concurrency); return err },
+		reconciledAt(1), func(r *resource.Resource) time.Time { return r.CreatedTime }); err != nil {
+		return err
+	}
+	gen := int64(1)
+	patch := func(body map[string]any) func() error {
+		return func() error {
+			for _, id := range ids {
+				if _, err := sys.api.do(ctx, http.MethodPatch, "/clusters/"+id, body, http.StatusOK); err != nil {
+					return err
+				}
+			}
+			r, _, err := sys.api.get(ctx, ids[0])
+			gen = r.Generation
+			return err
+		}
+	}
+	if err := step("spec PATCH", patch(map[string]any{"spec": map[string]any{"platform": map[string]any{"type": "gcp"}, "nodes": 5}}),
+		func(r *resource.Resource) bool { return r.Generation == gen && isReady(r) }, nil); err != nil {
+		return err
+	}
+	if err := step("label PATCH", patch(map[string]any{"labels": map[string]string{"shard": "x", "env": "bench"}}),
+		func(r *resource.Resource) bool { return r.Generation == gen && isReady(r) }, nil); err != nil {
+		return err
+	}
+	return step("DELETE", func() error {
+		for _, id := range ids {
+			if _, err := sys.api.do(ctx, http.MethodDelete, "/clusters/"+id, nil, http.StatusAccepted); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil, nil)
+}
+
+func (b *bench) waitGone(ctx context.Context, sys *system, ids []string) error {
+	deadline := time.Now().Add(b.o.timeout)
+	for _, id := range ids {
+		for {
+			_, found, err := sys.api.get(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !found {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("cluster %s still there after %s", id, b.o.timeout)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// idleScenario measures what Reconciled clusters cost when nothing
+// changes: the self-healing rounds of the stability window.
+func (b *bench) idleScenario(ctx context.Context) error {
+	window := b.o.window
+	if window == 0 {
+		window = 30 * time.Second
+	}
+	sys, err := b.start(ctx, "temporal", reconcile.Options{StabilityWindow: window})
+	if err != nil {
+		return err
+	}
+	defer sys.stop()
+	// The stack with no clusters: what it costs to be up.
+	cpu0 := b.cpu()
+	time.Sleep(20 * time.Second)
+	base := (b.cpu() - cpu0) / 20
+
+	ids, err := sys.api.createClusters(ctx, b.o.clusters, b.o.concurrency)
+	if err != nil {
+		return err
+	}
+	if _, err := sys.api.waitAll(ctx, b.o.timeout, "Reconciled", reconciledAt(1)); err != nil {
+		return err
+	}
+	before, err := sys.cost(ctx, resource.KindCluster, ids)
+	if err != nil {
+		return err
+	}
+	cpu1 := b.cpu()
+	time.Sleep(b.o.idle)
+	used := b.cpu() - cpu1
+	after, err := sys.cost(ctx, resource.KindCluster, ids)
+	if err != nil {
+		return err
+	}
+	var d temporalcost.Cost
+	for id, c := range after {
+		d = d.Add(c.Sub(before[id]))
+	}
+	all, err := sys.api.clusters(ctx)
+	if err != nil {
+		return err
+	}
+	reconciled := 0
+	for i := range all {
+		if isReady(&all[i]) {
+			reconciled++
+		}
+	}
+	idle := b.o.idle.Seconds()
+	perAdapterRun := 0.0
+	if d.ActivityTasks > 0 {
+		perAdapterRun = (used - base*idle) / float64(d.ActivityTasks)
+	}
+	rounds := float64(len(ids)) * idle / window.Seconds()
+	fmt.Printf("| clusters | stability window | idle | rounds expected | activity tasks | actions | CPU (cores) | CPU at rest (cores) | CPU-ms per adapter run | Reconciled at the end |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| %d | %s | %s | %.0f | %d | %d | %.2f | %.2f | %.1f | %d |\n", len(ids), window, b.o.idle, rounds, d.ActivityTasks, d.Actions,
+		used/idle, base, perAdapterRun*1000, reconciled)
+	if perAdapterRun > 0 {
+		adapters := float64(len(b.w.adapters))
+		perCluster := perAdapterRun * adapters // CPU-s per self-healing round of one cluster
+		capacity := (0.7*float64(2) - base) * (30 * 60) / perCluster
+		fmt.Printf("\nAt the default 30-minute window one cluster costs %.1f CPU-ms per round (%d adapters), %.2f rounds an hour: "+
+			"about %.0f Reconciled clusters fit under 70%% of 2 cores (less %.2f cores at rest).\n", perCluster*1000, len(b.w.adapters), 2.0, capacity, base)
+		fmt.Printf("Actions per Reconciled cluster per hour at a 30-minute window: %.1f\n", float64(d.Actions)/rounds*2)
+	}
+	return nil
+}
+
+// cpu is the CPU time (seconds) used so far by this process and the
+// control plane's processes.
+func (b *bench) cpu() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	total := tv(ru.Utime) + tv(ru.Stime)
+	for _, pid := range b.kube.PIDs() {
+		total += procCPU(pid)
+	}
+	return total
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// procCPU reads utime+stime of a process from /proc (clock ticks of 1/100 s).
+func procCPU(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	// Fields after the command name (which may hold spaces) start at ") ".
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st float64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return (ut + st) / 100
+}

@@ -1,0 +1,170 @@
+// Package wake tells reconcile workflows that objects their adapters manage
+// changed: a Job completed, a Deployment became available, someone edited
+// or deleted an object behind the adapter's back. The adapter's transport
+// watches the objects and reports each change here; the waker turns them
+// into signals to the owning resource's workflow, at most one per workflow
+// per interval (the first at once, the rest folded into one at the end of
+// the interval), so a burst of status updates costs one round.
+package wake
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+// Signaller is the part of a Temporal client a Waker uses.
+type Signaller interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// DefaultInterval is the least time between two signals to one workflow.
+const DefaultInterval = 250 * time.Millisecond
+
+// maxObjects bounds the object states one signal lists per workflow.
+const maxObjects = 64
+
+// Waker folds changes into signals.
+type Waker struct {
+	interval time.Duration
+	client   atomic.Pointer[Signaller]
+	log      zerolog.Logger
+	signals  *prometheus.CounterVec
+
+	mu      sync.Mutex
+	pending map[string]*entry // by workflow id
+	sem     chan struct{}
+}
+
+type entry struct {
+	last    time.Time
+	timer   *time.Timer
+	objects map[string]reconcile.ObjectChange // latest state, by adapter and object
+	details []string
+}
+
+// New builds a waker; Attach gives it the client to signal with (changes
+// reported before that are dropped: nothing has been applied yet).
+func New(interval time.Duration, reg prometheus.Registerer, log zerolog.Logger) *Waker {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	w := &Waker{interval: interval, log: log, pending: map[string]*entry{}, sem: make(chan struct{}, 16),
+		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hyperfleet_worker_wake_signals_total",
+			Help: "Signals sent to reconcile workflows because an object an adapter manages changed, by outcome (sent, gone: no workflow runs, error).",
+		}, []string{"outcome"})}
+	if reg != nil {
+		w.Register(reg)
+	}
+	return w
+}
+
+// Register adds the waker's metrics to reg, for a waker made with a nil
+// registerer before the registry existed.
+func (w *Waker) Register(reg prometheus.Registerer) { reg.MustRegister(w.signals) }
+
+// Attach sets the client.
+func (w *Waker) Attach(c Signaller) { w.client.Store(&c) }
+
+// Notify records a change; it never blocks.
+func (w *Waker) Notify(c transport.Change) {
+	id := reconcile.WorkflowID(c.OwnerKind, c.OwnerID)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.pending[id]
+	if e == nil {
+		if len(w.pending) > 10000 {
+			w.forget()
+		}
+		e = &entry{objects: map[string]reconcile.ObjectChange{}}
+		w.pending[id] = e
+	}
+	key := c.Adapter + "\x00" + c.Object.String()
+	if len(e.objects) < maxObjects || e.objects[key].Adapter != "" {
+		e.objects[key] = reconcile.ObjectChange{Adapter: c.Adapter, Object: c.Object.String(), Digest: c.Digest}
+	} else {
+		// Too many to list: a deletion-like entry makes the adapter run.
+		e.objects[c.Adapter+"\x00*"] = reconcile.ObjectChange{Adapter: c.Adapter, Object: "*"}
+	}
+	if len(e.details) < 5 {
+		e.details = append(e.details, c.String())
+	}
+	if e.timer == nil {
+		delay := max(0, time.Until(e.last.Add(w.interval)))
+		e.timer = time.AfterFunc(delay, func() { w.flush(id) })
+	}
+}
+
+// forget drops entries with nothing pending whose interval has passed.
+func (w *Waker) forget() {
+	cutoff := time.Now().Add(-w.interval)
+	for id, e := range w.pending {
+		if e.timer == nil && e.last.Before(cutoff) {
+			delete(w.pending, id)
+		}
+	}
+}
+
+func (w *Waker) flush(id string) {
+	w.mu.Lock()
+	e := w.pending[id]
+	if e == nil {
+		w.mu.Unlock()
+		return
+	}
+	var changed []string
+	objects := make([]reconcile.ObjectChange, 0, len(e.objects))
+	for _, o := range e.objects {
+		objects = append(objects, o)
+		if !slices.Contains(changed, o.Adapter) {
+			changed = append(changed, o.Adapter)
+		}
+	}
+	slices.Sort(changed)
+	slices.SortFunc(objects, func(a, b reconcile.ObjectChange) int {
+		return strings.Compare(a.Adapter+"\x00"+a.Object, b.Adapter+"\x00"+b.Object)
+	})
+	detail := strings.Join(e.details, "; ")
+	e.objects, e.details, e.timer, e.last = map[string]reconcile.ObjectChange{}, nil, nil, time.Now()
+	w.mu.Unlock()
+
+	cp := w.client.Load()
+	if cp == nil {
+		return
+	}
+	w.sem <- struct{}{}
+	defer func() { <-w.sem }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := (*cp).SignalWorkflow(ctx, id, "", reconcile.SignalName,
+		reconcile.Signal{Reason: reconcile.ReasonObjectChanged, Changed: changed, Objects: objects, Detail: detail})
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil:
+		w.signals.WithLabelValues("sent").Inc()
+		w.log.Debug().Str("workflow_id", id).Strs("adapters", changed).Str("detail", detail).Msg("woke the workflow: managed objects changed")
+	case errors.As(err, &notFound):
+		// The resource's workflow has finished: nothing to tell.
+		w.signals.WithLabelValues("gone").Inc()
+	default:
+		// The workflow's own timers are the safety net.
+		w.signals.WithLabelValues("error").Inc()
+		w.log.Warn().Err(err).Str("workflow_id", id).Str("detail", detail).Msg("could not wake the workflow; it will look again at its next timer")
+	}
+}
+
+// compile-time check: a Temporal client can signal.
+var _ Signaller = client.Client(nil)

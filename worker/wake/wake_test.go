@@ -1,0 +1,78 @@
+package wake
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
+)
+
+type recorder struct {
+	mu   sync.Mutex
+	sent []reconcile.Signal
+	ids  []string
+}
+
+func (r *recorder) SignalWorkflow(_ context.Context, id, _, _ string, arg any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, id)
+	r.sent = append(r.sent, arg.(reconcile.Signal))
+	return nil
+}
+
+func (r *recorder) signals() []reconcile.Signal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]reconcile.Signal(nil), r.sent...)
+}
+
+// The first change is signalled at once; the rest of a burst fold into one
+// signal at the end of the interval carrying each object's latest state.
+func TestBurstFoldsIntoOneSignalWithTheLatestState(t *testing.T) {
+	rec := &recorder{}
+	w := New(200*time.Millisecond, nil, zerolog.Nop())
+	w.Attach(rec)
+	job := transport.Ref{Kind: "Job", Namespace: "c1", Name: "j"}
+	change := func(digest, what string) transport.Change {
+		return transport.Change{Adapter: "cl-job", OwnerKind: "Cluster", OwnerID: "c1", Object: job, What: what, Digest: digest}
+	}
+	w.Notify(change("d1", transport.ChangeStatus))
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rec.signals()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.Notify(change("d2", transport.ChangeStatus))
+	w.Notify(change("d3", transport.ChangeStatus))
+	w.Notify(transport.Change{Adapter: "cl-deployment", OwnerKind: "Cluster", OwnerID: "c1", Object: transport.Ref{Kind: "Deployment", Namespace: "c1", Name: "d"}, What: transport.ChangeDeleted})
+	for len(rec.signals()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // nothing more may follow
+	got := rec.signals()
+	if len(got) != 2 {
+		t.Fatalf("signals = %+v, want 2", got)
+	}
+	first, second := got[0], got[1]
+	if first.Reason != reconcile.ReasonObjectChanged || len(first.Objects) != 1 || first.Objects[0].Digest != "d1" {
+		t.Errorf("first signal = %+v", first)
+	}
+	want := []reconcile.ObjectChange{
+		{Adapter: "cl-deployment", Object: "Deployment c1/d"},
+		{Adapter: "cl-job", Object: "Job c1/j", Digest: "d3"},
+	}
+	if len(second.Objects) != 2 || second.Objects[0] != want[0] || second.Objects[1] != want[1] {
+		t.Errorf("folded signal objects = %+v, want %+v", second.Objects, want)
+	}
+	if len(second.Changed) != 2 || second.Changed[0] != "cl-deployment" || second.Changed[1] != "cl-job" {
+		t.Errorf("folded signal adapters = %v", second.Changed)
+	}
+	if rec.ids[0] != reconcile.WorkflowID("Cluster", "c1") {
+		t.Errorf("signalled %s", rec.ids[0])
+	}
+}

@@ -1,0 +1,335 @@
+package reconcile
+
+import (
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// This file is protocol 2 (ProtocolEventDriven): a round runs only when
+// something changed, and runs only the adapters that change concerns.
+//
+//   - A new generation runs every adapter.
+//   - A round after which more adapters are done than before (progress: one
+//     became Available, so another one's precondition may now hold) is
+//     followed at once by a round of the adapters not done yet.
+//   - A round without progress waits out a backoff (1 s doubling to 60 s),
+//     unless a change wakes it first: an object an adapter manages changed
+//     status, was modified or deleted (the adapter worker's watch), or a
+//     node pool of a deleting cluster went away.
+//   - A Reconciled resource waits for the next change, or for the
+//     stability window (jittered) for a self-healing round of every adapter.
+//   - Signals that carry no change (a resync; a node pool removed while its
+//     cluster is not being deleted) run no round.
+
+// run is protocol 2's loop.
+func (r *reconciler) run(ctx workflow.Context) error {
+	for {
+		if r.roundsRun >= r.opts.RoundsPerRun || (r.roundsRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			return r.continueAsNew(ctx)
+		}
+		r.drainSignals(ctx)
+		if r.checkFirst {
+			r.checkFirst = false
+			gone, err := r.observe(ctx)
+			if err != nil || gone {
+				return err
+			}
+		}
+		if r.roundDue() {
+			gone, err := r.round2(ctx)
+			if err != nil || gone {
+				return err
+			}
+			continue
+		}
+		r.sleep(ctx)
+	}
+}
+
+// roundDue reports whether a round is asked for.
+func (r *reconciler) roundDue() bool { return r.all || len(r.pending) > 0 || r.wake }
+
+// round2 runs one round and decides what follows it: the next round's
+// adapters when it made progress, nothing otherwise (the loop then waits).
+func (r *reconciler) round2(ctx workflow.Context) (gone bool, err error) {
+	adapters := r.takePending()
+	r.target, r.wake = r.latest, false
+	before := r.settledAtTarget()
+	r.round++
+	r.roundsRun++
+	r.phase, r.nextRound = PhaseRunning, time.Time{}
+	r.upsertAttributes(ctx)
+	r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
+	r.runAdapters(ctx, adapters)
+
+	if gone, err := r.observe(ctx); err != nil || gone {
+		return gone, err
+	}
+	r.drainSignals(ctx)
+	if r.roundDue() || r.reconciled {
+		return false, nil // a newer generation or a change: the next round; or done
+	}
+	if progressed(before, r.settledAtTarget()) {
+		if rest := r.unsettled(); len(rest) > 0 {
+			r.failures = 0
+			for _, a := range rest {
+				r.pending[a] = true
+			}
+			r.log.Info("round made progress: running the adapters not done at once", "generation", r.target, "adapters", rest)
+		}
+	}
+	return false, nil
+}
+
+// takePending returns the adapters the round runs, sorted, and clears the
+// request.
+func (r *reconciler) takePending() []string {
+	var out []string
+	if r.all {
+		out = slices.Clone(r.adapters)
+	} else {
+		for _, a := range r.adapters {
+			if r.pending[a] {
+				out = append(out, a)
+			}
+		}
+	}
+	r.all = false
+	clear(r.pending)
+	return out
+}
+
+// settledAtTarget is the set of adapters done at the round's generation.
+func (r *reconciler) settledAtTarget() []string {
+	if r.settledAt != r.target {
+		return nil
+	}
+	return r.settled
+}
+
+// progressed reports whether an adapter is done after a round that was not
+// before it.
+func progressed(before, after []string) bool {
+	for _, a := range after {
+		if !slices.Contains(before, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// unsettled lists the registered adapters not done at the newest reading.
+func (r *reconciler) unsettled() []string {
+	var out []string
+	for _, a := range r.adapters {
+		if r.settledAt != r.latest || !slices.Contains(r.settled, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sleep waits for the next reason to run a round: a signal that asks for
+// one, or the timer: the backoff of a resource not Reconciled (which then
+// re-runs the adapters not done) or the stability window of a Reconciled
+// one (which then runs every adapter).
+func (r *reconciler) sleep(ctx workflow.Context) {
+	wait := r.stabilityWait()
+	r.phase = PhaseStable
+	if r.reconciled {
+		r.failures = 0
+	} else {
+		wait = r.backoff()
+		r.failures++
+		r.phase = PhaseBackoff
+	}
+	r.nextRound = workflow.Now(ctx).Add(wait)
+	r.log.Info("waiting for the next round", "generation", r.target, "phase", r.phase, "wait", wait.String(), "reconciled", r.reconciled)
+
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	fired := false
+	timer := workflow.NewTimer(timerCtx, wait)
+	for !fired && !r.roundDue() {
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(timer, func(workflow.Future) { fired = true })
+		sel.AddReceive(r.signals, func(c workflow.ReceiveChannel, _ bool) {
+			var s Signal
+			c.Receive(ctx, &s)
+			r.apply(s)
+		})
+		sel.Select(ctx)
+	}
+	if !fired || r.roundDue() {
+		return
+	}
+	rest := r.unsettled()
+	if r.reconciled || len(rest) == 0 {
+		// The self-healing round; or every adapter says it is done and the
+		// resource is still not Reconciled: run them all again.
+		r.all = true
+		return
+	}
+	for _, a := range rest {
+		r.pending[a] = true
+	}
+}
+
+// stabilityWait is the stability window moved by up to ± StabilityJitter of
+// itself, by an amount fixed for each resource and round, so that resources
+// created together spread out instead of coming back together every window.
+func (r *reconciler) stabilityWait() time.Duration {
+	return jittered(r.opts.StabilityWindow, r.opts.StabilityJitter, r.ref.ID, r.round)
+}
+
+// jittered spreads d over [d·(1−j), d·(1+j)) by a hash of the resource id
+// and the round: deterministic, as workflow code must be.
+func jittered(d time.Duration, j float64, id string, round int64) time.Duration {
+	if j <= 0 {
+		return d
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	_, _ = h.Write([]byte(strconv.FormatInt(round, 10)))
+	frac := float64(h.Sum64()%1_000_000) / 1_000_000 // [0, 1)
+	return d + time.Duration((2*frac-1)*j*float64(d))
+}
+
+// applyChange folds a signal into protocol 2's state.
+func (r *reconciler) applyChange(s Signal) {
+	if s.Generation > r.latest {
+		r.latest, r.all = s.Generation, true
+	}
+	if s.Options != nil {
+		r.opts = s.Options.WithDefaults()
+	}
+	if s.Adapters != nil {
+		next := sortedCopy(s.Adapters)
+		if !slices.Equal(next, r.adapters) {
+			// A newly registered adapter runs; removing one only changes
+			// what Reconciled means, so the resource is read again.
+			for _, a := range next {
+				if !slices.Contains(r.adapters, a) {
+					r.pending[a] = true
+				}
+			}
+			r.adapters, r.wake = next, true
+		}
+	}
+	switch s.Reason {
+	case ReasonRemoved:
+		r.checkFirst, r.wake = true, true
+	case ReasonChildRemoved:
+		// A deleting cluster waits for its node pools; any other needs
+		// nothing from a node pool's removal.
+		if r.deleting {
+			for _, a := range r.unsettled() {
+				r.pending[a] = true
+			}
+			r.wake = true
+		}
+	case ReasonObjectChanged:
+		due := r.changedAdapters(s)
+		for _, a := range due {
+			r.pending[a] = true
+		}
+		r.log.Info("managed objects changed", "adapters", s.Changed, "due", due, "detail", s.Detail)
+	}
+}
+
+// changedAdapters picks the registered adapters a change notice asks to
+// run: those with an object in a state their last run did not see (a
+// burst of updates often ends in the state a round already read), or, for
+// a notice without object states, every adapter it names.
+func (r *reconciler) changedAdapters(s Signal) []string {
+	due := map[string]bool{}
+	if len(s.Objects) == 0 {
+		for _, a := range s.Changed {
+			due[a] = true
+		}
+	}
+	for _, o := range s.Objects {
+		if o.Digest == "" || r.seen[o.Adapter][o.Object] != o.Digest {
+			due[o.Adapter] = true
+		}
+	}
+	var out []string
+	for _, a := range r.adapters {
+		if due[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// observe reads the resource back (a local activity on the reconciler's
+// worker: no task queue round trip, and no activity in the history) and
+// folds what the API says into the workflow's view. gone is true when the
+// resource no longer exists: the workflow's job is done.
+func (r *reconciler) observe(ctx workflow.Context) (gone bool, err error) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		StartToCloseTimeout:    30 * time.Second,
+		RetryPolicy:            readRetry,
+	})
+	var state ResourceState
+	if err := workflow.ExecuteLocalActivity(lctx, ActivityReadResource, r.ref).Get(ctx, &state); err != nil {
+		return false, err
+	}
+	if state.Gone {
+		r.phase = PhaseFinished
+		r.log.Info("resource removed: reconcile finished", "round", r.round)
+		return true, nil
+	}
+	if state.Generation > r.latest {
+		r.latest, r.all = state.Generation, true // a bump whose signal has not arrived yet
+	}
+	r.reconciled = state.Reconciled
+	r.deleting = state.Deleting
+	r.reason = state.Reason
+	r.settled, r.settledAt = state.Settled, state.Generation
+	r.upsertAttributes(ctx)
+	return false, nil
+}
+
+// runAdapters runs the adapters, in parallel, one activity each.
+func (r *reconciler) runAdapters(ctx workflow.Context, adapters []string) {
+	wg := workflow.NewWaitGroup(ctx)
+	for _, name := range adapters {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			outcome, detail, seen := r.runAdapter(ctx, name)
+			if seen == nil {
+				delete(r.seen, name)
+			} else {
+				r.seen[name] = seen
+			}
+			r.outcomes[name] = AdapterView{Generation: r.target, Outcome: outcome, Detail: detail, FinishedAt: workflow.Now(ctx)}
+			if outcome == OutcomeError || outcome == OutcomeFailed {
+				r.log.Warn("adapter did not succeed", "adapter", name, "generation", r.target, "outcome", outcome, "detail", detail)
+			}
+		})
+	}
+	wg.Wait(ctx)
+}
+
+// runAdapter runs every phase of one adapter in one activity. A run already
+// under way when a newer generation arrives finishes (it read the resource
+// as the API had it when it started); the coalesced round follows at once.
+func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome, detail string, seen map[string]string) {
+	var res RunResult
+	if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 10*time.Minute), ActivityRun,
+		RunInput{Event: r.ref.Event(r.target)}).Get(ctx, &res); err != nil {
+		return OutcomeError, activityError("run", err), nil
+	}
+	outcome, detail = outcomeOf(res.Summary)
+	if res.Seen == nil {
+		res.Seen = map[string]string{}
+	}
+	return outcome, detail, res.Seen
+}
