@@ -74,10 +74,21 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: test-tools build ## Go benchmarks, the API load driver and POST-to-Ready for 200 clusters (figures go in docs/benchmarks.md)
+# The dependent-chain workload runs upstream HyperFleet's end-to-end adapters
+# (cl-namespace, cl-job, cl-deployment) from CHAIN_DIR.
+CHAIN_DIR ?= ../shared/compat/upstream-e2e-adapters
+bench: test-tools build ## Go benchmarks, the API load driver, and reconcile latency, cost, idle load and restart against the poller (figures go in docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./apiserver/... ./adapter/...
 	$(GO) run ./cmd/hyperfleet-load --clusters 10000 --duration 20s
-	$(GO) run ./cmd/hyperfleet-reconcile-load --clusters 200
+	$(GO) build -o $(BIN)/hyperfleet-reconcile-load ./cmd/hyperfleet-reconcile-load
+	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 1 --modes temporal,poll
+	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 20 --modes temporal,poll
+	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 10 --scenario changes
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 10 --scenario changes
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 200 --modes temporal,poll
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 1000 --modes temporal,poll --timeout 30m
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 200 --scenario idle
+	$(BIN)/hyperfleet-reconcile-load --clusters 20000 --scenario restart --concurrency 40 --timeout 30m
 
 # The race detector needs cgo; the build of the Temporal server under -race
 # takes about 10 minutes cold, so it is not part of `make test`.

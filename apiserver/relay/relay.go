@@ -367,6 +367,12 @@ func (r *Relay) resyncAll(ctx context.Context) (int, error) {
 // workflow started a moment ago may not be listed yet: it only gets a
 // resync signal, which runs no round.
 func (r *Relay) startMissing(ctx context.Context) (int, error) {
+	// As many running workflows as live resources: none is missing (a
+	// removed resource's workflow ends itself), and the fleet need not be
+	// listed. Otherwise compare the two lists.
+	if same, err := r.countsMatch(ctx); err != nil || same {
+		return 0, err
+	}
 	running, err := r.runningWorkflows(ctx)
 	if err != nil {
 		return 0, err
@@ -396,14 +402,33 @@ func (r *Relay) startMissing(ctx context.Context) (int, error) {
 	return started, err
 }
 
+func (r *Relay) countsMatch(ctx context.Context) (bool, error) {
+	var live int64
+	for _, kind := range r.reconciledKinds() {
+		n, err := r.cfg.Store.CountResources(ctx, kind)
+		if err != nil {
+			return false, err
+		}
+		live += n
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	defer cancel()
+	resp, err := r.cfg.Temporal.CountWorkflow(cctx, &workflowservice.CountWorkflowExecutionsRequest{Query: runningQuery})
+	if err != nil {
+		return false, fmt.Errorf("count running reconcile workflows: %w", err)
+	}
+	return resp.GetCount() == live, nil
+}
+
+var runningQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", reconcile.WorkflowName)
+
 // runningWorkflows lists the ids of every running reconcile workflow.
 func (r *Relay) runningWorkflows(ctx context.Context) (map[string]bool, error) {
 	out := map[string]bool{}
-	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", reconcile.WorkflowName)
 	var token []byte
 	for {
 		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
-		resp, err := r.cfg.Temporal.ListWorkflow(cctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+		resp, err := r.cfg.Temporal.ListWorkflow(cctx, &workflowservice.ListWorkflowExecutionsRequest{Query: runningQuery, PageSize: 1000, NextPageToken: token})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("list running reconcile workflows: %w", err)

@@ -441,6 +441,14 @@ func (s *gormStore) LiveRefs(ctx context.Context, kind, afterID string, limit in
 	return out, nil
 }
 
+func (s *gormStore) CountResources(ctx context.Context, kind string) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&resourceRow{}).Where("kind = ?", kind).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count %s resources: %w", kind, err)
+	}
+	return n, nil
+}
+
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&gormTx{db: tx, backend: s.backend})

@@ -47,6 +47,9 @@ type Store interface {
 	// LiveRefs is LiveResources reading only identity and generation: the
 	// relay's start-up pass over a large fleet.
 	LiveRefs(ctx context.Context, kind, afterID string, limit int) ([]LiveRef, error)
+	// CountResources counts the stored resources of a kind (deleting ones
+	// included: their workflows still run).
+	CountResources(ctx context.Context, kind string) (int64, error)
 
 	// InTx runs fn in one transaction; fn's error rolls it back.
 	InTx(ctx context.Context, fn func(Tx) error) error

@@ -23,6 +23,10 @@
 //     --stability-window for --idle; prints the CPU one self-healing round
 //     costs and the clusters the machine carries at 70% CPU with the
 //     default 30-minute window.
+//   - restart: --clusters clusters with running workflows; the API is
+//     restarted with the same adapters and options, then with one more
+//     adapter: time to ready, time for the start-up pass, workflows it
+//     started and signals it sent (sampled from the histories).
 //
 // Latency is read from the API itself: Ready's last_transition_time minus
 // the cluster's created_time, so the driver's own polling adds nothing.
@@ -60,7 +64,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.workload, "workload", "shipped", "adapters to run: shipped (validation, landing-zone, validation-job) or chain (cl-namespace, cl-job, cl-deployment)")
 	flag.StringVar(&o.chainDir, "chain-dir", "../shared/compat/upstream-e2e-adapters", "directory holding upstream's cl-namespace, cl-job and cl-deployment adapters")
-	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle")
+	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle, restart")
 	flag.IntVar(&o.clusters, "clusters", 200, "clusters to create")
 	flag.IntVar(&o.concurrency, "concurrency", 20, "concurrent POSTs")
 	flag.StringVar(&o.modes, "modes", "temporal,poll", "burst: what to measure (temporal, poll)")
@@ -113,6 +117,8 @@ func run(o options) error {
 		return env.changes(ctx)
 	case "idle":
 		return env.idleScenario(ctx)
+	case "restart":
+		return env.restart(ctx)
 	}
-	return fmt.Errorf("unknown --scenario %q (burst, changes, idle)", o.scenario)
+	return fmt.Errorf("unknown --scenario %q (burst, changes, idle, restart)", o.scenario)
 }

@@ -84,7 +84,7 @@ func (b *bench) changes(ctx context.Context) error {
 	}
 	defer sys.stop()
 	n := b.o.clusters
-	fmt.Printf("| change | clusters | to Reconciled p50 | activity tasks | workflow tasks | history events | actions |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| change | clusters | to Reconciled p50 | activity tasks | workflow tasks | history events | actions | of which signals | timers | local activities |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var ids []string
 	step := func(name string, act func() error, done func(*resource.Resource) bool, since func(*resource.Resource) time.Time) error {
 		before, err := sys.cost(ctx, resource.KindCluster, ids)
@@ -104,7 +104,11 @@ func (b *bench) changes(ctx context.Context) error {
 			if since == nil {
 				since = func(*resource.Resource) time.Time { return start }
 			}
-			p50 = secs(pct(latencies(all, since), 50))
+			if lat := pct(latencies(all, since), 50); lat < 0 {
+				p50 = "stays Reconciled" // Ready did not move: nothing to reconcile
+			} else {
+				p50 = secs(lat)
+			}
 		} else if err := b.waitGone(ctx, sys, ids); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -118,7 +122,8 @@ func (b *bench) changes(ctx context.Context) error {
 			d = d.Add(c.Sub(before[id]))
 		}
 		k := float64(len(ids))
-		fmt.Printf("| %s | %d | %s | %.1f | %.1f | %.1f | %.1f |\n", name, len(ids), p50, float64(d.ActivityTasks)/k, float64(d.WorkflowTasks)/k, float64(d.Events)/k, float64(d.Actions)/k)
+		fmt.Printf("| %s | %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", name, len(ids), p50, float64(d.ActivityTasks)/k, float64(d.WorkflowTasks)/k,
+			float64(d.Events)/k, float64(d.Actions)/k, float64(d.Signals)/k, float64(d.Timers)/k, float64(d.LocalActivities)/k)
 		return nil
 	}
 	if err := step("create", func() error { ids, err = sys.api.createClusters(ctx, n, b.o.concurrency); return err },

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -126,7 +127,17 @@ func TestDependentChainReconcilesWithoutTimers(t *testing.T) {
 			t.Errorf("%s ran %d times (runs: %v)", a, n, f.adapterRuns)
 		}
 	}
-	t.Logf("adapter runs %v, wake-ups %v", f.adapterRuns, f.wakes)
+	t.Logf("adapter runs %v, wake-ups %v; created %s\n%s", f.adapterRuns, f.wakes, c.CreatedTime.Format("15:04:05.000"), s.timeline(resource.KindCluster, c.ID))
+	if os.Getenv("HYPERFLEET_TEST_LOG") != "" {
+		jobs, _ := s.cs.BatchV1().Jobs(c.ID).List(context.Background(), metav1.ListOptions{})
+		for _, j := range jobs.Items {
+			t.Logf("job %s created %s conditions %+v", j.Name, j.CreationTimestamp.Format("15:04:05.000"), j.Status.Conditions)
+		}
+		pods, _ := s.cs.CoreV1().Pods(c.ID).List(context.Background(), metav1.ListOptions{})
+		for _, p := range pods.Items {
+			t.Logf("pod %s created %s status %+v", p.Name, p.CreationTimestamp.Format("15:04:05.000"), p.Status.Conditions)
+		}
+	}
 
 	// Upstream's cl-job names its Job after the generation: a new one per
 	// spec change, complete before the cluster is Reconciled again.
@@ -164,11 +175,15 @@ func TestChainLifecycleKeepsSiblingsReconciled(t *testing.T) {
 	s.mustDo(http.MethodPatch, path(c), map[string]any{"spec": map[string]any{"region": "us"}}, http.StatusOK)
 	c = s.waitReady(c, 2, 90*time.Second)
 
+	// Settled: the workflow waits out its stability window.
+	var before reconcile.View
+	eventually(t, 30*time.Second, func() (bool, string) {
+		v, err := s.view(resource.KindCluster, c.ID)
+		before = v
+		return err == nil && v.Phase == reconcile.PhaseStable && v.Reconciled, fmt.Sprintf("cluster workflow: %+v %v", v, err)
+	}, nil)
+
 	// Labels do not bump the generation: nothing to reconcile.
-	before, err := s.view(resource.KindCluster, c.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	labelled := s.mustDo(http.MethodPatch, path(c), map[string]any{"labels": map[string]string{"team": "fleet"}}, http.StatusOK)
 	if labelled.Generation != 2 || labelled.Labels["team"] != "fleet" {
 		t.Errorf("after a label PATCH: generation %d, labels %v", labelled.Generation, labelled.Labels)

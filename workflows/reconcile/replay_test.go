@@ -14,10 +14,13 @@ import (
 // TestReplayRecordedHistories replays histories recorded from real runs
 // (tests/reconcile with HYPERFLEET_RECORD_HISTORIES=1): a change to the
 // workflow that would break running workflows fails here. Such a change
-// needs workflow.GetVersion, not a re-recording. The v1-* histories come
-// from the first release of the workflow (before retry rounds skipped
-// settled adapters and Prepare could stand in for Apply) and stay, so
-// workflows started by it keep replaying.
+// needs workflow.GetVersion, not a re-recording. Older histories stay, so
+// workflows started by earlier releases keep replaying: v1-* come from the
+// first release (before retry rounds skipped settled adapters and Prepare
+// could stand in for Apply), v2-* from the last release of protocol 1 (three
+// activities per adapter, a read-back activity, one backoff for every
+// round); the unprefixed ones from protocol 2 (one activity per adapter,
+// progress rounds, wake-ups).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.json.gz"))
 	if err != nil {
