@@ -115,7 +115,9 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 	if ref.APIVersion == "" || ref.Kind == "" || ref.Name == "" {
 		return fail(OpError, errors.New("the rendered manifest needs apiVersion, kind and metadata.name"))
 	}
-	e.stamp(st, manifest)
+	if w, ok := t.(transport.Watcher); ok && w.Watches() {
+		e.stamp(st, manifest)
+	}
 
 	if d := r.Lifecycle; d != nil && d.Delete != nil {
 		del, err := e.evalBool(ctx, d.Delete.When.Expression, st.celVars(e.name, e.version))

@@ -134,6 +134,14 @@ type Change struct {
 
 func (c Change) String() string { return c.Object.String() + " " + c.What }
 
+// Watcher is implemented by a transport that can watch what it applies.
+// The engine stamps the adapter and owner labels (Stamp) only on objects
+// applied through one that watches: the labels are what its watch selects
+// and routes by.
+type Watcher interface {
+	Watches() bool
+}
+
 // Stamp puts the adapter and owner labels on a manifest about to be
 // applied. Values that are not valid label values are left out (the object
 // is then applied unwatched rather than refused).
@@ -154,6 +162,9 @@ func Stamp(obj Object, adapter, ownerKind, ownerID string) {
 // the manifest (none, when the manifest has none).
 func SameStamp(live, manifest Object) bool {
 	l, m := Labels(live), Labels(manifest)
+	if m[LabelAdapter] == "" {
+		return true // not stamped (applied without a watch): labels are not the point
+	}
 	for _, k := range []string{LabelAdapter, LabelOwnerKind, LabelOwnerID} {
 		if l[k] != m[k] {
 			return false

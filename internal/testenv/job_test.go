@@ -20,7 +20,7 @@ func TestCompleteJob(t *testing.T) {
 	cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}, metav1.CreateOptions{})
 	for _, ok := range []bool{true, false} {
 		name := map[bool]string{true: "ok", false: "ko"}[ok]
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: batchv1.JobSpec{BackoffLimit: ptrTo(int32(0)), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
 		if _, err := cs.BatchV1().Jobs("jobs").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -32,8 +32,8 @@ const BinDirEnv = "HYPERFLEET_TEST_BIN_DIR"
 // kube-controller-manager with the controllers the adapters' objects need
 // (namespace finalization, garbage collection, service accounts, Job,
 // Deployment and ReplicaSet). There are no nodes and no kubelet: pods stay
-// Pending unless a test runs the pod stand-in (StartPodStandIn), or sets a
-// Job's outcome itself (CompleteJob).
+// Pending unless a test runs the pod stand-in (StartPodStandIn), or ends a
+// Job's pods itself (CompleteJob).
 type Kube struct {
 	// Kubeconfig is the path of an admin kubeconfig.
 	Kubeconfig string

@@ -51,7 +51,7 @@ func (k *Kube) StartPodStandIn(delay time.Duration) (*PodStandIn, error) {
 					return
 				case <-time.After(delay):
 				}
-				if err := markPod(ctx, cs, pod.Namespace, pod.Name); err == nil {
+				if err := markPod(ctx, cs, pod.Namespace, pod.Name, false); err == nil {
 					p.mu.Lock()
 					p.marked++
 					p.mu.Unlock()
@@ -95,8 +95,8 @@ func (p *PodStandIn) Stop() {
 }
 
 // markPod reports a pod's containers as started: a Job's pod as exited 0
-// (Succeeded), any other as running and ready.
-func markPod(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
+// (Succeeded) or, with fail, 1 (Failed); any other as running and ready.
+func markPod(ctx context.Context, cs kubernetes.Interface, namespace, name string, fail bool) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		pod, err := cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -122,6 +122,9 @@ func markPod(ctx context.Context, cs kubernetes.Interface, namespace, name strin
 			st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: "standin://" + string(pod.UID) + "/" + c.Name}
 			if job {
 				st.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}
+				if fail {
+					st.State.Terminated.ExitCode, st.State.Terminated.Reason = 1, "Error"
+				}
 			} else {
 				st.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
 				st.Ready, st.Started = true, ptrTo(true)
@@ -134,6 +137,9 @@ func markPod(ctx context.Context, cs kubernetes.Interface, namespace, name strin
 		}
 		if job {
 			pod.Status.Phase = corev1.PodSucceeded
+			if fail {
+				pod.Status.Phase = corev1.PodFailed
+			}
 			pod.Status.Conditions = []corev1.PodCondition{cond(corev1.PodScheduled, corev1.ConditionTrue, ""),
 				cond(corev1.PodInitialized, corev1.ConditionTrue, "PodCompleted"),
 				cond(corev1.PodReady, corev1.ConditionFalse, "PodCompleted"),

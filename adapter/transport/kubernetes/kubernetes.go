@@ -71,7 +71,10 @@ type Transport struct {
 }
 
 // compile-time check: the engine uses a Transport through the interface.
-var _ transport.Transport = (*Transport)(nil)
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Watcher   = (*Transport)(nil)
+)
 
 // Option tunes a transport.
 type Option func(*Transport)
@@ -145,6 +148,9 @@ func (t *Transport) namespaced(ref transport.Ref) (dynamic.ResourceInterface, er
 }
 
 // Get implements transport.Transport.
+// Watches reports whether the transport was built WithWatch.
+func (t *Transport) Watches() bool { return t.watch != nil }
+
 func (t *Transport) Get(ctx context.Context, _ string, ref transport.Ref) (transport.Object, error) {
 	ri, err := t.namespaced(ref)
 	if err != nil {
