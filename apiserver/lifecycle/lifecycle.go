@@ -225,9 +225,9 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 	return r, nil
 }
 
-// Patch applies spec and label changes. A semantic spec change bumps the
-// generation and requests a reconcile; labels alone do not; no change at all
-// writes nothing.
+// Patch applies spec and label changes. A semantic change of either bumps
+// the generation once and requests a reconcile (adapters render labels into
+// what they apply); no change at all writes nothing.
 func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor string) (*resource.Resource, error) {
 	if errs := ValidatePatch(req); len(errs) > 0 {
 		return nil, problem.Validation(errs...)
@@ -256,16 +256,16 @@ func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor s
 		if labelsChanged {
 			r.Labels = *req.Labels
 		}
-		r.UpdatedTime, r.UpdatedBy = now, actor
 		if specChanged {
 			r.Spec = req.Spec
-			r.Generation++
-			if _, err := s.aggregate(ctx, tx, r, now); err != nil {
-				return err
-			}
-			if err := tx.AppendOutbox(ctx, outboxFor(r, store.OutboxUpdated, now)); err != nil {
-				return err
-			}
+		}
+		r.UpdatedTime, r.UpdatedBy = now, actor
+		r.Generation++
+		if _, err := s.aggregate(ctx, tx, r, now); err != nil {
+			return err
+		}
+		if err := tx.AppendOutbox(ctx, outboxFor(r, store.OutboxUpdated, now)); err != nil {
+			return err
 		}
 		return tx.UpdateResource(ctx, r)
 	})

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// Every generation bump (create, spec PATCH, DELETE, and the final removal)
-// leaves one outbox row written in the same transaction; label-only changes
-// and rejected requests leave none.
+// Every generation bump (create, spec or label PATCH, DELETE, and the final
+// removal) leaves one outbox row written in the same transaction; a PATCH
+// that changes nothing and rejected requests leave none.
 func TestOutboxRowsForEveryBump(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
@@ -22,8 +22,8 @@ func TestOutboxRowsForEveryBump(t *testing.T) {
 		e.do("DELETE", c.Href, nil).expect(202)
 		e.do("DELETE", c.Href, nil).expect(202) // idempotent
 		e.report(np, report("np-configmap", 2, "False", "Finalized", "True")).expect(201)
-		e.report(c, report("validation", 3, "False", "Finalized", "True")).expect(201)
-		e.report(c, report("landing-zone", 3, "False", "Finalized", "True")).expect(201)
+		e.report(c, report("validation", 4, "False", "Finalized", "True")).expect(201)
+		e.report(c, report("landing-zone", 4, "False", "Finalized", "True")).expect(201)
 
 		entries, err := e.app.Store.PendingOutbox(ctx, 100)
 		if err != nil {
@@ -40,7 +40,7 @@ func TestOutboxRowsForEveryBump(t *testing.T) {
 			}
 			got = append(got, fmt.Sprintf("%s:%d:%s", who, en.Generation, en.Reason))
 		}
-		want := "cluster:1:created nodepool:1:created cluster:2:updated nodepool:2:deleting cluster:3:deleting nodepool:2:removed cluster:3:removed"
+		want := "cluster:1:created nodepool:1:created cluster:2:updated cluster:3:updated nodepool:2:deleting cluster:4:deleting nodepool:2:removed cluster:4:removed"
 		if strings.Join(got, " ") != want {
 			t.Errorf("outbox =\n  %s\nwant\n  %s", strings.Join(got, " "), want)
 		}

@@ -148,30 +148,34 @@ func TestPatchGenerationRules(t *testing.T) {
 		c := e.do("POST", base+"/clusters", `{"kind":"Cluster","name":"patchy","spec":{"a":1,"b":{"c":[1,2]}},"labels":{"x":"1"}}`).expect(201).resource()
 		path := base + "/clusters/" + c.ID
 
-		// Labels only: no bump, but updated_time moves.
+		// Labels only: a bump (adapters render labels into what they apply).
 		r := e.do("PATCH", path, `{"labels":{"x":"2"}}`).expect(200).resource()
-		if r.Generation != 1 || r.Labels["x"] != "2" || !r.UpdatedTime.After(c.UpdatedTime) && !r.UpdatedTime.Equal(c.UpdatedTime) {
+		if r.Generation != 2 || r.Labels["x"] != "2" || !r.UpdatedTime.After(c.UpdatedTime) && !r.UpdatedTime.Equal(c.UpdatedTime) {
 			t.Errorf("labels patch: gen %d labels %v", r.Generation, r.Labels)
+		}
+		// The same labels again: no bump.
+		if r = e.do("PATCH", path, `{"labels":{"x":"2"}}`).expect(200).resource(); r.Generation != 2 {
+			t.Errorf("unchanged labels bumped the generation to %d", r.Generation)
 		}
 		// Semantically equal spec (order, spacing, 1 vs 1.0): no bump.
 		r = e.do("PATCH", path, `{"spec":{ "b":{"c":[1, 2.0]}, "a":1.0 }}`).expect(200).resource()
-		if r.Generation != 1 {
+		if r.Generation != 2 {
 			t.Errorf("equal spec bumped the generation to %d", r.Generation)
 		}
 		// Nothing at all: 200 and nothing changes.
 		before := e.getCluster(c.ID)
 		r = e.do("PATCH", path, `{}`).expect(200).resource()
-		if r.Generation != 1 || !r.UpdatedTime.Equal(before.UpdatedTime) {
+		if r.Generation != 2 || !r.UpdatedTime.Equal(before.UpdatedTime) {
 			t.Errorf("empty patch changed gen %d / updated_time %v -> %v", r.Generation, before.UpdatedTime, r.UpdatedTime)
 		}
 		// A real spec change: +1, Ready False at the new generation.
 		r = e.do("PATCH", path, `{"spec":{"a":2}}`).expect(200).resource()
-		if r.Generation != 2 || !strings.Contains(string(r.Spec), `"a"`) || cond(r, "Ready") != "False/AwaitingAdapters/0" {
+		if r.Generation != 3 || !strings.Contains(string(r.Spec), `"a"`) || cond(r, "Ready") != "False/AwaitingAdapters/0" {
 			t.Errorf("spec patch: gen %d spec %s Ready %s", r.Generation, r.Spec, cond(r, "Ready"))
 		}
 		// Spec and labels together: one bump.
 		r = e.do("PATCH", path, `{"spec":{"a":3},"labels":{}}`).expect(200).resource()
-		if r.Generation != 3 || len(r.Labels) != 0 {
+		if r.Generation != 4 || len(r.Labels) != 0 {
 			t.Errorf("spec+labels patch: gen %d labels %v", r.Generation, r.Labels)
 		}
 		// Bad input changes nothing.
@@ -180,7 +184,7 @@ func TestPatchGenerationRules(t *testing.T) {
 		e.do("PATCH", path, `{"spec":[1]}`).problem(400, "HYPERFLEET-VAL-001")
 		e.do("PATCH", path, `{"labels":{"a":1}}`).problem(400, "HYPERFLEET-VAL-002")
 		e.do("PATCH", path, `{"labels":{"-bad":"x"}}`).problem(400, "HYPERFLEET-VAL-001")
-		if g := e.getCluster(c.ID).Generation; g != 3 {
+		if g := e.getCluster(c.ID).Generation; g != 4 {
 			t.Errorf("rejected patches changed the generation to %d", g)
 		}
 		var spec map[string]any
