@@ -1,0 +1,176 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// Bodies that encoding/json alone would accept quietly are 400s naming the
+// field, and change nothing.
+func TestStrictBodies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		c := e.createCluster("strict")
+		deep := strings.Repeat(`{"a":`, 2000) + `1` + strings.Repeat(`}`, 2000)
+		for _, tc := range []struct {
+			method, path, body, field string
+		}{
+			{"POST", base + "/clusters", `{"kind":"Cluster","name":"deep","spec":` + deep + `}`, "spec"},
+			{"PATCH", c.Href, `{"spec":` + deep + `}`, "spec"},
+			{"PUT", statusPath(c), `{"adapter":"validation","observed_generation":1,"data":` + deep + `}`, "data"},
+			{"POST", base + "/clusters", `{"kind":"Cluster","name":"dup","name":"dup2","spec":{}}`, "name"},
+			{"PATCH", c.Href, `{"spec":{"replicas":1,"replicas":2}}`, "spec.replicas"},
+			{"POST", base + "/clusters", `{"kind":"Cluster","Name":"upper","spec":{}}`, "Name"},
+			{"PUT", statusPath(c), `{"Adapter":"validation","observed_generation":1}`, "Adapter"},
+			{"POST", base + "/clusters", "{\"kind\":\"Cluster\",\"name\":\"utf\",\"spec\":{\"a\":\"\xff\xfe\"}}", "spec.a"},
+			{"POST", base + "/clusters", `{"kind":"Cluster","name":"nul","spec":{"a":"x\u0000"}}`, "spec.a"},
+			{"POST", base + "/clusters", `{"kind":"Cluster","name":"sur","spec":{"a":"\ud800"}}`, "spec.a"},
+			{"PATCH", c.Href, `{"labels":{"environment":null}}`, "labels.environment"},
+		} {
+			p := e.do(tc.method, tc.path, tc.body).problem(400, "HYPERFLEET-VAL-002")
+			if len(p.Errors) != 1 || p.Errors[0].Field != tc.field {
+				t.Errorf("%s %s %.60s: errors %+v, want field %s", tc.method, tc.path, tc.body, p.Errors, tc.field)
+			}
+		}
+		var l resource.List[resource.Resource]
+		e.do("GET", base+"/clusters", nil).expect(200).into(&l)
+		if l.Total != 1 {
+			t.Errorf("refused bodies created clusters: %+v", l.Items)
+		}
+		if got := e.getCluster(c.ID); got.Generation != 1 || got.Labels["environment"] != "production" {
+			t.Errorf("refused patches changed the cluster: %+v", got)
+		}
+		// At the limit a document is fine.
+		ok := strings.Repeat(`{"a":`, 30) + `1` + strings.Repeat(`}`, 30)
+		e.do("POST", base+"/clusters", `{"kind":"Cluster","name":"deep-ok","spec":`+ok+`}`).expect(201)
+	})
+}
+
+// A stored document the database's JSON functions cannot parse (written
+// before the depth limit existed) must not make searches fail for everyone.
+func TestStoredDocumentCannotBreakSearch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		c := e.createCluster("deep-stored")
+		e.do("POST", base+"/clusters", `{"kind":"Cluster","name":"plain","spec":{"a":"x","n":2}}`).expect(201)
+		deep := strings.Repeat(`{"a":`, 1200) + `1` + strings.Repeat(`}`, 1200)
+		q := "UPDATE resources SET spec = ? WHERE id = ?"
+		if e.backend == store.BackendPostgres {
+			q = "UPDATE resources SET spec = $1::jsonb WHERE id = $2"
+		}
+		if _, err := e.app.Store.SQLDB().ExecContext(context.Background(), q, deep, c.ID); err != nil {
+			t.Fatalf("store a deep spec: %v", err)
+		}
+		for query, want := range map[string]int64{
+			"spec.a = 'x'":                  1,
+			"spec.n > 1":                    1,
+			"spec.a.a = true":               0,
+			"spec.a != 'y' and name='none'": 0,
+		} {
+			var l resource.List[resource.Resource]
+			e.do("GET", base+"/clusters?search="+urlQuery(query), nil).expect(200).into(&l)
+			if l.Total != want {
+				t.Errorf("%s: %d matches, want %d", query, l.Total, want)
+			}
+		}
+		e.do("GET", base+"/clusters", nil).expect(200)
+	})
+}
+
+// Searches are bounded: more values or comparisons than the limits are a
+// 400 that states the limit, on every list endpoint and field kind; the
+// largest searches the limits allow run.
+func TestSearchLimits(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		c := e.createCluster("limits")
+		e.do("POST", base+"/clusters", `{"kind":"Cluster","name":"neg","spec":{"x":-5}}`).expect(201)
+		e.createNodePool(c.ID, "pool")
+		list := func(n int) string {
+			v := make([]string, n)
+			for i := range v {
+				v[i] = fmt.Sprintf("'%d'", i)
+			}
+			return "(" + strings.Join(v, ",") + ")"
+		}
+		for _, path := range []string{"/clusters", "/nodepools", "/clusters/" + c.ID + "/nodepools"} {
+			for _, field := range []string{"name", "labels.environment", "spec.platform.type"} {
+				q := field + " in (" + strings.TrimSuffix(strings.Repeat("'',", 999), ",") + ")"
+				p := e.do("GET", base+path+"?search="+urlQuery(q), nil).problem(400, "HYPERFLEET-VAL-004")
+				if !strings.Contains(p.Detail, "the limit is 100") {
+					t.Errorf("%s %s: %s", path, field, p.Detail)
+				}
+			}
+		}
+		terms := make([]string, 33)
+		for i := range terms {
+			terms[i] = fmt.Sprintf("name='n%d'", i)
+		}
+		p := e.do("GET", base+"/clusters?search="+urlQuery(strings.Join(terms, " or ")), nil).problem(400, "HYPERFLEET-VAL-004")
+		if !strings.Contains(p.Detail, "the limit is 32") {
+			t.Errorf("33 comparisons: %s", p.Detail)
+		}
+		// The biggest search the length limit allows at full lists.
+		var parts []string
+		for i := 0; len(strings.Join(parts, " or ")) < 3800; i++ {
+			field := []string{"spec.n", "labels.environment", "name"}[i%3]
+			parts = append(parts, field+" in "+list(100))
+		}
+		var l resource.List[resource.Resource]
+		e.do("GET", base+"/clusters?search="+urlQuery(strings.Join(parts, " or ")), nil).expect(200).into(&l)
+		// Numbers: out of range is a 400, negative numbers work.
+		e.do("GET", base+"/clusters?search="+urlQuery("spec.x > 1e400"), nil).problem(400, "HYPERFLEET-VAL-004")
+		e.do("GET", base+"/clusters?search="+urlQuery("generation > 1e400"), nil).problem(400, "HYPERFLEET-VAL-004")
+		e.do("GET", base+"/clusters?search="+urlQuery("spec.x < -1"), nil).expect(200).into(&l)
+		if l.Total != 1 || l.Items[0].Name != "neg" {
+			t.Errorf("spec.x < -1 matched %+v", l.Items)
+		}
+	})
+}
+
+// syncBuffer collects log lines from the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A failed INSERT is logged without its bound values: a spec may hold
+// secrets.
+func TestFailedInsertLogsNoValues(t *testing.T) {
+	backends(t, func(t *testing.T, backend string) {
+		var logs syncBuffer
+		e := newEnv(t, backend, func(o *apiserver.Options) {
+			o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel)
+		})
+		const secret = "hunter2-do-not-log"
+		body := `{"kind":"Cluster","name":"twice","spec":{"password":"` + secret + `"}}`
+		e.do("POST", base+"/clusters", body).expect(201)
+		e.do("POST", base+"/clusters", body).problem(409, "HYPERFLEET-CNF-001")
+		out := logs.String()
+		if !strings.Contains(out, "query failed") {
+			t.Fatalf("the failed INSERT was not logged:\n%s", out)
+		}
+		if strings.Contains(out, secret) {
+			t.Errorf("the log holds a bound value:\n%s", out)
+		}
+	})
+}
