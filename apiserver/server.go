@@ -33,6 +33,8 @@ type Config struct {
 	Listen string
 	// BodyLimit bounds request bodies in bytes.
 	BodyLimit int64
+	// SpecLimit bounds the spec of one resource in bytes (as sent).
+	SpecLimit int64
 	// RequestTimeout bounds the work of one request.
 	RequestTimeout time.Duration
 	// ShutdownGrace is how long readiness reports "shutting down" before the

@@ -20,6 +20,11 @@ import (
 // DefaultBodyLimit bounds request bodies (1 MiB).
 const DefaultBodyLimit = 1 << 20
 
+// DefaultSpecLimit bounds the spec of one cluster or node pool (64 KiB, as
+// sent). Lists return up to 100 resources a page, so this limit, not the
+// body limit, sets what one list response may hold.
+const DefaultSpecLimit = 64 << 10
+
 // ReadBody reads a JSON request body within limit bytes.
 func ReadBody(r *http.Request, limit int64) ([]byte, *problem.Problem) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -171,6 +174,54 @@ func TestFailedInsertLogsNoValues(t *testing.T) {
 		}
 		if strings.Contains(out, secret) {
 			t.Errorf("the log holds a bound value:\n%s", out)
+		}
+	})
+}
+
+// The spec limit bounds what a list response holds: a spec over it is a 400
+// naming the limit, and listing a full page of the largest resources
+// allocates a bounded multiple of the page's spec bytes (allocation volume
+// is counted, not timed).
+func TestListMemoryBound(t *testing.T) {
+	const limit = 16 << 10
+	backends(t, func(t *testing.T, backend string) {
+		e := newEnv(t, backend, func(o *apiserver.Options) { o.Server.SpecLimit = limit })
+		spec := func(n int) string { return `{"blob":"` + strings.Repeat("x", n-len(`{"blob":""}`)) + `"}` }
+		p := e.do("POST", base+"/clusters", `{"kind":"Cluster","name":"big","spec":`+spec(limit+1)+`}`).problem(400, "HYPERFLEET-VAL-001")
+		if !p.names("spec") || !strings.Contains(p.Detail, "the limit is 16384 bytes") {
+			t.Errorf("oversized spec: %+v", p)
+		}
+		c := e.createCluster("patched")
+		e.do("PATCH", c.Href, `{"spec":`+spec(limit+1)+`}`).problem(400, "HYPERFLEET-VAL-001")
+		e.do("POST", base+"/clusters/"+c.ID+"/nodepools", `{"kind":"NodePool","name":"big","spec":`+spec(limit+1)+`}`).problem(400, "HYPERFLEET-VAL-001")
+		for i := range 99 {
+			e.do("POST", base+"/clusters", fmt.Sprintf(`{"kind":"Cluster","name":"full-%d","spec":%s}`, i, spec(limit))).expect(201)
+		}
+		get := func() int {
+			resp, err := http.Get(e.url + base + "/clusters?pageSize=100")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			n, _ := io.Copy(io.Discard, resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("list = %d", resp.StatusCode)
+			}
+			return int(n)
+		}
+		get() // warm connections and caches
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		size := get()
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		ratio := float64(alloc) / float64(100*limit)
+		t.Logf("%s: response %d bytes, allocated %d bytes (%.1fx the page's spec bytes)", backend, size, alloc, ratio)
+		// The operator guide states 5x: the rows as read, and one item at a
+		// time as encoded. Encoding the whole page as one buffer costs 7-8x.
+		if ratio > 5 {
+			t.Errorf("one list of 100 resources at the spec limit allocated %.1fx their spec bytes; the documented bound is 5x", ratio)
 		}
 	})
 }
