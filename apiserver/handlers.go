@@ -24,11 +24,11 @@ func openapiPage() []byte { return openapi.Page() }
 type refFunc func(c *gin.Context) lifecycle.Ref
 
 func clusterRef(c *gin.Context) lifecycle.Ref {
-	return lifecycle.Ref{Kind: resource.KindCluster, ID: normalizeID(c.Param("cluster_id"))}
+	return lifecycle.Ref{Kind: resource.KindCluster, ID: c.Param("cluster_id")}
 }
 
 func nodePoolRef(c *gin.Context) lifecycle.Ref {
-	return lifecycle.Ref{Kind: resource.KindNodePool, ID: normalizeID(c.Param("nodepool_id")), ParentID: normalizeID(c.Param("cluster_id"))}
+	return lifecycle.Ref{Kind: resource.KindNodePool, ID: c.Param("nodepool_id"), ParentID: c.Param("cluster_id")}
 }
 
 // Pagination limits of the contract.
@@ -153,7 +153,7 @@ func (s *Server) listAllNodePools(c *gin.Context) error {
 }
 
 func (s *Server) listNodePools(c *gin.Context) error {
-	return s.list(c, resource.KindNodePool, "NodePoolList", normalizeID(c.Param("cluster_id")))
+	return s.list(c, resource.KindNodePool, "NodePoolList", c.Param("cluster_id"))
 }
 
 func (s *Server) decode(c *gin.Context, dst any) error {
@@ -192,7 +192,7 @@ func (s *Server) createNodePool(c *gin.Context) error {
 	if err := s.checkSpecSize(req.Spec); err != nil {
 		return err
 	}
-	r, err := s.svc.Create(c.Request.Context(), resource.KindNodePool, normalizeID(c.Param("cluster_id")), &req, identity(c))
+	r, err := s.svc.Create(c.Request.Context(), resource.KindNodePool, c.Param("cluster_id"), &req, identity(c))
 	if err != nil {
 		return err
 	}

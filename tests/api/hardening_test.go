@@ -225,3 +225,31 @@ func TestListMemoryBound(t *testing.T) {
 		}
 	})
 }
+
+// A path id is the exact lowercase UUID or nothing: padded, case-folded or
+// undecodable ids are 404s that touch nothing; a query string that does not
+// parse is a 400 rather than silently read without the broken pairs.
+func TestPathIDsAndQueryStrings(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		c := e.createCluster("exact")
+		np := e.createNodePool(c.ID, "pool")
+		for _, id := range []string{"%20" + c.ID, c.ID + "%09", c.ID + "%c2%a0", strings.ToUpper(c.ID), c.ID + "%00", "%ff", "%00"} {
+			e.do("GET", base+"/clusters/"+id, nil).problem(404, "HYPERFLEET-NTF-001")
+			e.do("PATCH", base+"/clusters/"+id, `{"labels":{"a":"b"}}`).problem(404, "HYPERFLEET-NTF-001")
+			e.do("DELETE", base+"/clusters/"+id, nil).problem(404, "HYPERFLEET-NTF-001")
+			e.do("PUT", base+"/clusters/"+id+"/statuses", report("validation", 1, "True")).problem(404, "HYPERFLEET-NTF-001")
+			e.do("GET", base+"/clusters/"+c.ID+"/nodepools/"+strings.Replace(id, c.ID, np.ID, 1), nil).problem(404, "HYPERFLEET-NTF-001")
+			e.do("GET", base+"/clusters/"+id+"/nodepools", nil).problem(404, "HYPERFLEET-NTF-001")
+		}
+		if got := e.getCluster(c.ID); got.Generation != 1 || got.DeletedTime != nil || len(got.Labels) != 1 {
+			t.Errorf("requests to look-alike ids changed the cluster: %+v", got)
+		}
+		for _, q := range []string{"orderBy=name;drop&order=asc", "search=%zz", "page=1;size=2"} {
+			p := e.do("GET", base+"/clusters?"+q, nil).problem(400, "HYPERFLEET-VAL-003")
+			if !strings.Contains(p.Detail, "query string") {
+				t.Errorf("?%s: %s", q, p.Detail)
+			}
+		}
+		e.do("GET", base+"/clusters?orderBy=name&order=asc", nil).expect(200)
+	})
+}
