@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
@@ -209,5 +211,25 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (string
 	if strings.TrimSpace(identity) == "" {
 		return "", &Error{Forbidden: true, Message: fmt.Sprintf("the token is valid but has no %q claim to identify the caller", a.cfg.IdentityClaim)}
 	}
+	if !ValidIdentity(identity) {
+		return "", &Error{Forbidden: true, Message: fmt.Sprintf("the token's %q claim must be 1 to %d printable characters (it is stored as created_by/updated_by)", a.cfg.IdentityClaim, MaxIdentityLength)}
+	}
 	return identity, nil
+}
+
+// MaxIdentityLength bounds the identity claim, which every write stores.
+const MaxIdentityLength = 256
+
+// ValidIdentity reports whether an identity may be stored: valid UTF-8,
+// at most MaxIdentityLength bytes, no control characters, not blank.
+func ValidIdentity(id string) bool {
+	if len(id) > MaxIdentityLength || !utf8.ValidString(id) || strings.TrimSpace(id) != id || id == "" {
+		return false
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,13 @@ func TestJWTAuth(t *testing.T) {
 		// A valid token without the identity claim: authenticated, not allowed.
 		e.token = good.token(t, claims(func(c jwt.MapClaims) { delete(c, "email") }))
 		e.do("GET", base+"/clusters", nil).problem(403, "HYPERFLEET-AUZ-001")
+		// An identity that cannot be stored as created_by is refused too.
+		for _, id := range []string{strings.Repeat("a", 5000), "eve\x00@example.com", "eve@example.com\nforged log line", " padded@example.com"} {
+			e.token = good.token(t, claims(func(c jwt.MapClaims) { c["email"] = id }))
+			if p := e.do("POST", base+"/clusters", clusterBody("bad-identity")).problem(403, "HYPERFLEET-AUZ-001"); !strings.Contains(p.Detail, "printable") {
+				t.Errorf("identity %.20q: %s", id, p.Detail)
+			}
+		}
 
 		e.token = good.token(t, claims(nil))
 		c := e.createCluster("authed")

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
@@ -251,5 +252,49 @@ func TestPathIDsAndQueryStrings(t *testing.T) {
 			}
 		}
 		e.do("GET", base+"/clusters?orderBy=name&order=asc", nil).expect(200)
+	})
+}
+
+// Status reports are bounded: conditions per report, field lengths, and
+// adapters per resource; each limit is a 400 that names it.
+func TestStatusReportBounds(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		c := e.createCluster("bounded")
+		many := report("validation", 1, "True")
+		conds := many["conditions"].([]map[string]string)
+		for i := len(conds); i < 33; i++ {
+			conds = append(conds, map[string]string{"type": fmt.Sprintf("Extra%d", i), "status": "True"})
+		}
+		many["conditions"] = conds
+		p := e.report(c, many).problem(400, "HYPERFLEET-VAL-001")
+		if !p.names("conditions") || !strings.Contains(p.Detail, "at most 32 conditions") {
+			t.Errorf("33 conditions: %+v", p)
+		}
+		for field, cond := range map[string]map[string]string{
+			"type":    {"type": strings.Repeat("T", 100_000), "status": "True"},
+			"reason":  {"type": "X", "status": "True", "reason": strings.Repeat("r", 257)},
+			"message": {"type": "X", "status": "True", "message": strings.Repeat("m", 4097)},
+		} {
+			body := report("validation", 1, "True")
+			body["conditions"] = append(body["conditions"].([]map[string]string), cond)
+			p := e.report(c, body).problem(400, "HYPERFLEET-VAL-001")
+			if !p.names("conditions[3]."+field) || !strings.Contains(p.Detail, "at most") || len(p.Errors[0].Value.(string)) > 100 {
+				t.Errorf("long %s: %.300s", field, p.Detail)
+			}
+		}
+		for _, name := range []string{"a\x01b", "two words", strings.Repeat("a", 254)} {
+			e.report(c, report(name, 1, "True")).problem(400, "HYPERFLEET-VAL-001")
+		}
+		// Unregistered adapter names fill up to the limit, then only
+		// registered adapters (and those already stored) are accepted.
+		for i := range lifecycle.MaxAdaptersPerResource {
+			e.report(c, report(fmt.Sprintf("stray-%d", i), 1, "True")).expect(201)
+		}
+		p = e.report(c, report("one-too-many", 1, "True")).problem(400, "HYPERFLEET-VAL-001")
+		if !p.names("adapter") || !strings.Contains(p.Detail, "64 adapters") {
+			t.Errorf("65th adapter: %+v", p)
+		}
+		e.report(c, report("stray-0", 1, "False")).expect(201)
+		e.report(c, report("validation", 1, "True")).expect(201)
 	})
 }
