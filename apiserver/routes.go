@@ -30,7 +30,7 @@ func (s *Server) routes() *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.Use(s.requestID, s.recoverPanic, s.accessLog)
+	r.Use(s.requestID, s.recoverPanic, s.accessLog, s.checkHeaderSize)
 	if s.metrics != nil {
 		r.Use(s.metrics.Middleware())
 	}
@@ -43,10 +43,14 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
-	if s.metrics != nil {
-		r.GET("/metrics", gin.WrapH(s.metrics.Handler()))
+	var service []gin.HandlerFunc
+	if s.auth.ProtectsService() {
+		service = append(service, s.authenticate)
 	}
-	r.GET("/api/hyperfleet", s.metadata)
+	if s.metrics != nil {
+		r.GET("/metrics", append(service, gin.WrapH(s.metrics.Handler()))...)
+	}
+	r.GET("/api/hyperfleet", append(service, s.metadata)...)
 
 	v1 := r.Group(resource.BasePath)
 	v1.GET("/openapi", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", s.openapi) })
@@ -209,6 +213,26 @@ func (s *Server) metadata(c *gin.Context) {
 
 func (s *Server) openapiPage(c *gin.Context) {
 	c.Data(http.StatusOK, "text/html; charset=utf-8", openapiPage())
+}
+
+// HeaderLimit bounds the request line and headers. Go's server answers
+// beyond MaxHeaderBytes itself, in plain text; below that, this limit
+// answers with a problem document.
+const HeaderLimit = 64 << 10
+
+func (s *Server) checkHeaderSize(c *gin.Context) {
+	n := len(c.Request.Method) + len(c.Request.RequestURI) + len(c.Request.Proto) + 4
+	for name, values := range c.Request.Header {
+		for _, v := range values {
+			n += len(name) + len(v) + 4
+		}
+	}
+	if n > HeaderLimit {
+		s.fail(c, problem.Newf(http.StatusRequestHeaderFieldsTooLarge, problem.CodeHeadersTooLarge,
+			"the request line and headers are %d bytes; the limit is %d", n, HeaderLimit))
+		return
+	}
+	c.Next()
 }
 
 // checkQuery refuses a query string that does not parse: the standard

@@ -116,6 +116,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.engine,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20, // HeaderLimit answers below this with a problem document
 		IdleTimeout:       2 * time.Minute,
 	}
 	errc := make(chan error, 1)

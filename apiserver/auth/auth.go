@@ -36,6 +36,9 @@ type Config struct {
 	Audience string
 	// IdentityClaim names the caller (default "email").
 	IdentityClaim string
+	// ProtectService requires a token on /metrics and the version metadata
+	// (/api/hyperfleet) too; health probes and the OpenAPI document stay open.
+	ProtectService bool
 	// HTTPClient fetches the JWKS URL; http.DefaultClient when nil.
 	HTTPClient *http.Client
 }
@@ -43,6 +46,9 @@ type Config struct {
 // Validate reports configuration mistakes, naming the setting to fix.
 func (c Config) Validate() error {
 	if !c.Enabled {
+		if c.ProtectService {
+			return errors.New("auth: HYPERFLEET_JWT_PROTECT_SERVICE needs HYPERFLEET_JWT_ENABLED: without tokens there is nothing to check on /metrics")
+		}
 		return nil
 	}
 	if c.JWKSURL == "" && c.JWKSFile == "" {
@@ -186,6 +192,10 @@ func (a *Authenticator) key(ctx context.Context, kid string) (any, error) {
 	}
 	return nil, fmt.Errorf("no key with id %q in the JWKS", kid)
 }
+
+// ProtectsService reports whether /metrics and the version metadata need a
+// token.
+func (a *Authenticator) ProtectsService() bool { return a.cfg.Enabled && a.cfg.ProtectService }
 
 // Authenticate checks the Authorization header and returns the caller.
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (string, error) {

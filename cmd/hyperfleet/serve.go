@@ -54,6 +54,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.jwt.JWKSFile, "jwt-jwks-file", "", "file holding the JWKS that verifies tokens")
 	fs.StringVar(&a.jwt.Audience, "jwt-audience", "", "required token audience (aud)")
 	fs.StringVar(&a.jwt.IdentityClaim, "jwt-identity-claim", "email", "claim that names the caller (created_by/updated_by)")
+	fs.BoolVar(&a.jwt.ProtectService, "jwt-protect-service", false, "with --jwt-enabled, require a token on /metrics and /api/hyperfleet too")
 	a.db.add(fs)
 	a.adapters.add(fs)
 }

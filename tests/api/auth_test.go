@@ -147,11 +147,38 @@ func TestJWTAuthFromFileAndCustomClaim(t *testing.T) {
 	}
 }
 
+// With --jwt-protect-service, /metrics and the version metadata need a
+// token; probes and the OpenAPI document do not.
+func TestJWTProtectService(t *testing.T) {
+	s := newSigner(t, "svc-key")
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(file, s.jwks(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := newEnv(t, store.BackendSQLite, func(o *apiserver.Options) { o.Auth = apiserverAuth(file, "") })
+	open.do("GET", "/metrics", nil).expect(200)
+	open.do("GET", "/api/hyperfleet", nil).expect(200)
+	e := newEnv(t, store.BackendSQLite, func(o *apiserver.Options) {
+		o.Auth = apiserverAuth(file, "")
+		o.Auth.ProtectService = true
+	})
+	for _, path := range []string{"/metrics", "/api/hyperfleet"} {
+		e.do("GET", path, nil).problem(401, "HYPERFLEET-AUT-001")
+	}
+	for _, path := range []string{"/healthz", "/readyz", base + "/openapi"} {
+		e.do("GET", path, nil).expect(200)
+	}
+	e.token = s.token(t, claims(nil))
+	e.do("GET", "/metrics", nil).expect(200)
+	e.do("GET", "/api/hyperfleet", nil).expect(200)
+}
+
 func TestJWTConfigErrors(t *testing.T) {
 	for name, mutate := range map[string]func(*apiserver.Options){
-		"no keys":       func(o *apiserver.Options) { o.Auth.Enabled = true },
-		"missing file":  func(o *apiserver.Options) { o.Auth = apiserverAuth("/nonexistent/jwks.json", "") },
-		"both url+file": func(o *apiserver.Options) { o.Auth = apiserverAuth("/x", ""); o.Auth.JWKSURL = "http://x" },
+		"no keys":           func(o *apiserver.Options) { o.Auth.Enabled = true },
+		"missing file":      func(o *apiserver.Options) { o.Auth = apiserverAuth("/nonexistent/jwks.json", "") },
+		"both url+file":     func(o *apiserver.Options) { o.Auth = apiserverAuth("/x", ""); o.Auth.JWKSURL = "http://x" },
+		"protect, auth off": func(o *apiserver.Options) { o.Auth.ProtectService = true },
 	} {
 		o := newEnvOptions(t)
 		mutate(&o)

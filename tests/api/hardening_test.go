@@ -298,3 +298,21 @@ func TestStatusReportBounds(t *testing.T) {
 		e.report(c, report("validation", 1, "True")).expect(201)
 	})
 }
+
+// Oversized headers get a problem document, not Go's plain-text 431.
+func TestOversizedHeaders(t *testing.T) {
+	e := newEnv(t, store.BackendSQLite)
+	req, _ := http.NewRequest("GET", e.url+base+"/clusters", nil)
+	req.Header.Set("X-Padding", strings.Repeat("p", apiserver.HeaderLimit))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	r := &response{t: t, method: "GET", path: req.URL.Path, status: resp.StatusCode, header: resp.Header, body: body}
+	if p := r.problem(431, "HYPERFLEET-VAL-008"); !strings.Contains(p.Detail, "the limit is 65536") {
+		t.Errorf("431 detail: %s", p.Detail)
+	}
+	e.do("GET", base+"/clusters", nil).expect(200)
+}
