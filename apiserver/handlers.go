@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -21,11 +24,11 @@ func openapiPage() []byte { return openapi.Page() }
 type refFunc func(c *gin.Context) lifecycle.Ref
 
 func clusterRef(c *gin.Context) lifecycle.Ref {
-	return lifecycle.Ref{Kind: resource.KindCluster, ID: normalizeID(c.Param("cluster_id"))}
+	return lifecycle.Ref{Kind: resource.KindCluster, ID: c.Param("cluster_id")}
 }
 
 func nodePoolRef(c *gin.Context) lifecycle.Ref {
-	return lifecycle.Ref{Kind: resource.KindNodePool, ID: normalizeID(c.Param("nodepool_id")), ParentID: normalizeID(c.Param("cluster_id"))}
+	return lifecycle.Ref{Kind: resource.KindNodePool, ID: c.Param("nodepool_id"), ParentID: c.Param("cluster_id")}
 }
 
 // Pagination limits of the contract.
@@ -97,8 +100,48 @@ func (s *Server) list(c *gin.Context, kind, listKind, parentID string) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, resource.List[resource.Resource]{Kind: listKind, Page: pg.number, Size: len(items), Total: total, Items: items})
+	writeList(c, resource.List[resource.Resource]{Kind: listKind, Page: pg.number, Size: len(items), Total: total, Items: items})
 	return nil
+}
+
+// writeList encodes a list one item at a time, so a response never exists
+// twice in memory (the items, and the whole document as one buffer): what a
+// list costs is bounded by the page size times the largest resource.
+func writeList[T any](c *gin.Context, l resource.List[T]) {
+	c.Header("Content-Type", "application/json; charset=utf-8")
+	c.Status(http.StatusOK)
+	w := c.Writer
+	head, _ := json.Marshal(resource.List[T]{Kind: l.Kind, Page: l.Page, Size: l.Size, Total: l.Total})
+	// head ends with "items":null}; the items replace the null.
+	head = bytes.TrimSuffix(head, []byte("null}"))
+	_, _ = w.Write(head)
+	_, _ = w.Write([]byte{'['})
+	enc := json.NewEncoder(w)
+	for i := range l.Items {
+		if i > 0 {
+			_, _ = w.Write([]byte{','})
+		}
+		if err := enc.Encode(&l.Items[i]); err != nil {
+			// The status is sent: cut the document short so the client
+			// sees invalid JSON rather than a list that looks complete.
+			_ = c.Error(err)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("]}"))
+}
+
+// checkSpecSize refuses a spec over the configured limit.
+func (s *Server) checkSpecSize(spec json.RawMessage) error {
+	limit := s.cfg.SpecLimit
+	if limit <= 0 {
+		limit = request.DefaultSpecLimit
+	}
+	if int64(len(spec)) <= limit {
+		return nil
+	}
+	return problem.Validation(problem.FieldError{Field: "spec", Constraint: fmt.Sprintf("maxBytes=%d", limit),
+		Message: fmt.Sprintf("spec is %d bytes; the limit is %d bytes (the server's --spec-limit)", len(spec), limit)})
 }
 
 func (s *Server) listClusters(c *gin.Context) error {
@@ -110,7 +153,7 @@ func (s *Server) listAllNodePools(c *gin.Context) error {
 }
 
 func (s *Server) listNodePools(c *gin.Context) error {
-	return s.list(c, resource.KindNodePool, "NodePoolList", normalizeID(c.Param("cluster_id")))
+	return s.list(c, resource.KindNodePool, "NodePoolList", c.Param("cluster_id"))
 }
 
 func (s *Server) decode(c *gin.Context, dst any) error {
@@ -129,6 +172,9 @@ func (s *Server) createCluster(c *gin.Context) error {
 	if err := s.decode(c, &req); err != nil {
 		return err
 	}
+	if err := s.checkSpecSize(req.Spec); err != nil {
+		return err
+	}
 	r, err := s.svc.Create(c.Request.Context(), resource.KindCluster, "", &req, identity(c))
 	if err != nil {
 		return err
@@ -143,7 +189,10 @@ func (s *Server) createNodePool(c *gin.Context) error {
 	if err := s.decode(c, &req); err != nil {
 		return err
 	}
-	r, err := s.svc.Create(c.Request.Context(), resource.KindNodePool, normalizeID(c.Param("cluster_id")), &req, identity(c))
+	if err := s.checkSpecSize(req.Spec); err != nil {
+		return err
+	}
+	r, err := s.svc.Create(c.Request.Context(), resource.KindNodePool, c.Param("cluster_id"), &req, identity(c))
 	if err != nil {
 		return err
 	}
@@ -167,6 +216,9 @@ func (s *Server) patchResource(ref refFunc) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
 		var req lifecycle.PatchRequest
 		if err := s.decode(c, &req); err != nil {
+			return err
+		}
+		if err := s.checkSpecSize(req.Spec); err != nil {
 			return err
 		}
 		r, err := s.svc.Patch(c.Request.Context(), ref(c), &req, identity(c))
@@ -213,7 +265,7 @@ func (s *Server) listStatuses(ref refFunc) func(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, resource.List[resource.AdapterStatus]{Kind: "AdapterStatusList", Page: pg.number, Size: len(items), Total: total, Items: items})
+		writeList(c, resource.List[resource.AdapterStatus]{Kind: "AdapterStatusList", Page: pg.number, Size: len(items), Total: total, Items: items})
 		return nil
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -28,7 +30,7 @@ func (s *Server) routes() *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.Use(s.requestID, s.recoverPanic, s.accessLog)
+	r.Use(s.requestID, s.recoverPanic, s.accessLog, s.checkHeaderSize)
 	if s.metrics != nil {
 		r.Use(s.metrics.Middleware())
 	}
@@ -41,16 +43,20 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
-	if s.metrics != nil {
-		r.GET("/metrics", gin.WrapH(s.metrics.Handler()))
+	var service []gin.HandlerFunc
+	if s.auth.ProtectsService() {
+		service = append(service, s.authenticate)
 	}
-	r.GET("/api/hyperfleet", s.metadata)
+	if s.metrics != nil {
+		r.GET("/metrics", append(service, gin.WrapH(s.metrics.Handler()))...)
+	}
+	r.GET("/api/hyperfleet", append(service, s.metadata)...)
 
 	v1 := r.Group(resource.BasePath)
 	v1.GET("/openapi", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", s.openapi) })
 	v1.GET("/openapi.html", s.openapiPage)
 
-	api := v1.Group("", s.authenticate, s.timeout)
+	api := v1.Group("", s.authenticate, s.timeout, s.checkQuery, s.checkIDs)
 	api.GET("/clusters", s.handle(s.listClusters))
 	api.POST("/clusters", s.handle(s.createCluster))
 	api.GET("/clusters/:cluster_id", s.handle(s.getResource(clusterRef)))
@@ -209,5 +215,54 @@ func (s *Server) openapiPage(c *gin.Context) {
 	c.Data(http.StatusOK, "text/html; charset=utf-8", openapiPage())
 }
 
-// normalizeID trims what a copy-paste may add around a path id.
-func normalizeID(id string) string { return strings.TrimSpace(id) }
+// HeaderLimit bounds the request line and headers. Go's server answers
+// beyond MaxHeaderBytes itself, in plain text; below that, this limit
+// answers with a problem document.
+const HeaderLimit = 64 << 10
+
+func (s *Server) checkHeaderSize(c *gin.Context) {
+	n := len(c.Request.Method) + len(c.Request.RequestURI) + len(c.Request.Proto) + 4
+	for name, values := range c.Request.Header {
+		for _, v := range values {
+			n += len(name) + len(v) + 4
+		}
+	}
+	if n > HeaderLimit {
+		s.fail(c, problem.Newf(http.StatusRequestHeaderFieldsTooLarge, problem.CodeHeadersTooLarge,
+			"the request line and headers are %d bytes; the limit is %d", n, HeaderLimit))
+		return
+	}
+	c.Next()
+}
+
+// checkQuery refuses a query string that does not parse: the standard
+// library drops the pairs it cannot read (orderBy=name;drop), and a request
+// that then succeeds with defaults hides the mistake.
+func (s *Server) checkQuery(c *gin.Context) {
+	if _, err := url.ParseQuery(c.Request.URL.RawQuery); err != nil {
+		s.fail(c, problem.New(http.StatusBadRequest, problem.CodeInvalidParameter,
+			"the query string does not parse ("+strings.TrimPrefix(err.Error(), "invalid ")+"); separate parameters with & and percent-encode ; and %"))
+		return
+	}
+	c.Next()
+}
+
+// idPattern is the one form resource ids take: a lowercase UUID.
+var idPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// checkIDs answers 404 for a path id that is not exactly a lowercase UUID,
+// before anything reads it: no resource has such an id (a trimmed or
+// case-folded match would address the wrong thing), and the database must
+// not see bytes it cannot compare (NUL, invalid UTF-8).
+func (s *Server) checkIDs(c *gin.Context) {
+	for _, p := range [...]struct{ param, kind string }{{"cluster_id", resource.KindCluster}, {"nodepool_id", resource.KindNodePool}} {
+		if id, ok := c.Params.Get(p.param); ok && !idPattern.MatchString(id) {
+			if len(id) > 64 {
+				id = id[:64] + "..."
+			}
+			s.fail(c, problem.NotFound(p.kind, id))
+			return
+		}
+	}
+	c.Next()
+}

@@ -33,6 +33,8 @@ type Config struct {
 	Listen string
 	// BodyLimit bounds request bodies in bytes.
 	BodyLimit int64
+	// SpecLimit bounds the spec of one resource in bytes (as sent).
+	SpecLimit int64
 	// RequestTimeout bounds the work of one request.
 	RequestTimeout time.Duration
 	// ShutdownGrace is how long readiness reports "shutting down" before the
@@ -114,6 +116,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.engine,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20, // HeaderLimit answers below this with a problem document
 		IdleTimeout:       2 * time.Minute,
 	}
 	errc := make(chan error, 1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/internal/compat"
 )
 
 // Upstream HyperFleet's dry-run fixtures (../shared/compat), run as shipped.
@@ -72,6 +73,7 @@ func conditions(p map[string]any) string {
 var apiResponses = filepath.Join(examples, "adapter-dryrun/dryrun-api-responses.json")
 
 func TestCompatKubernetesExample(t *testing.T) {
+	compat.Require(t, "that the upstream Kubernetes adapter example dry-runs to the expected requests and status")
 	b := load(t, "adapter-kubernetes/adapter-config.yaml", "adapter-kubernetes/adapter-task-config.yaml")
 	rep := run(t, b, apiResponses, filepath.Join(examples, "adapter-kubernetes/dryrun-discovery.json"))
 	// The discovery file holds both objects at the rendered generation (77):
@@ -95,6 +97,7 @@ func TestCompatKubernetesExample(t *testing.T) {
 }
 
 func TestCompatMaestroExample(t *testing.T) {
+	compat.Require(t, "that the upstream Maestro adapter example dry-runs to the expected ManifestWork and status")
 	b := load(t, "adapter-maestro/adapter-config.yaml", "adapter-maestro/adapter-task-config.yaml")
 	rep := run(t, b, apiResponses, filepath.Join(examples, "adapter-maestro/dryrun-discovery.json"))
 	if rep.Result != "SUCCESS" {
@@ -117,6 +120,7 @@ func TestCompatMaestroExample(t *testing.T) {
 // and both objects present it deletes the ConfigMap, then the Namespace that
 // waits for it, in the same run, and reports Finalized=True.
 func TestCompatKubernetesDeleteFixture(t *testing.T) {
+	compat.Require(t, "that the upstream delete dry-run fixture behaves as upstream documents")
 	b := load(t, "", "adapter-dryrun/dryrun-kubernetes-delete-task-config.yaml")
 	rep := run(t, b, apiResponses, "")
 	if rep.Result != "SUCCESS" || ops(rep.State) != "configmap0=CREATE namespace0=CREATE" {
@@ -160,6 +164,7 @@ func TestCompatKubernetesDeleteFixture(t *testing.T) {
 // firstNodePoolName[0] fails, which the trace names. With a complete mock
 // every pattern evaluates.
 func TestCompatCELShowcase(t *testing.T) {
+	compat.Require(t, "that the upstream CEL showcase evaluates as upstream documents")
 	b := load(t, "", "adapter-dryrun/dryrun-cel-showcase-task-config.yaml")
 	rep := run(t, b, apiResponses, "")
 	if rep.Result != "FAILED" || !strings.Contains(rep.PostErr, "data.lists.first_pool") {
@@ -201,6 +206,7 @@ func TestCompatCELShowcase(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
+	compat.Require(t, "that dry-run input errors are reported, using the upstream dry-run fixtures")
 	b := load(t, "", "adapter-dryrun/dryrun-kubernetes-delete-task-config.yaml")
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hyperfleet/hyperfleet/internal/compat"
 )
 
 // compatRoot holds upstream HyperFleet's adapters (../shared/compat).
@@ -33,6 +35,7 @@ func compatAdapters(t *testing.T) []string {
 
 // Every upstream adapter loads and validates unchanged.
 func TestCompatAdaptersValidate(t *testing.T) {
+	compat.Require(t, "that every upstream adapter config loads and validates unchanged")
 	for _, dir := range compatAdapters(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			_, problems := Load(filepath.Join(dir, "adapter-config.yaml"), filepath.Join(dir, "adapter-task-config.yaml"), Options{})

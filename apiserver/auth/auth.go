@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
@@ -34,6 +36,9 @@ type Config struct {
 	Audience string
 	// IdentityClaim names the caller (default "email").
 	IdentityClaim string
+	// ProtectService requires a token on /metrics and the version metadata
+	// (/api/hyperfleet) too; health probes and the OpenAPI document stay open.
+	ProtectService bool
 	// HTTPClient fetches the JWKS URL; http.DefaultClient when nil.
 	HTTPClient *http.Client
 }
@@ -41,6 +46,9 @@ type Config struct {
 // Validate reports configuration mistakes, naming the setting to fix.
 func (c Config) Validate() error {
 	if !c.Enabled {
+		if c.ProtectService {
+			return errors.New("auth: HYPERFLEET_JWT_PROTECT_SERVICE needs HYPERFLEET_JWT_ENABLED: without tokens there is nothing to check on /metrics")
+		}
 		return nil
 	}
 	if c.JWKSURL == "" && c.JWKSFile == "" {
@@ -185,6 +193,10 @@ func (a *Authenticator) key(ctx context.Context, kid string) (any, error) {
 	return nil, fmt.Errorf("no key with id %q in the JWKS", kid)
 }
 
+// ProtectsService reports whether /metrics and the version metadata need a
+// token.
+func (a *Authenticator) ProtectsService() bool { return a.cfg.Enabled && a.cfg.ProtectService }
+
 // Authenticate checks the Authorization header and returns the caller.
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (string, error) {
 	if !a.cfg.Enabled {
@@ -209,5 +221,25 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (string
 	if strings.TrimSpace(identity) == "" {
 		return "", &Error{Forbidden: true, Message: fmt.Sprintf("the token is valid but has no %q claim to identify the caller", a.cfg.IdentityClaim)}
 	}
+	if !ValidIdentity(identity) {
+		return "", &Error{Forbidden: true, Message: fmt.Sprintf("the token's %q claim must be 1 to %d printable characters (it is stored as created_by/updated_by)", a.cfg.IdentityClaim, MaxIdentityLength)}
+	}
 	return identity, nil
+}
+
+// MaxIdentityLength bounds the identity claim, which every write stores.
+const MaxIdentityLength = 256
+
+// ValidIdentity reports whether an identity may be stored: valid UTF-8,
+// at most MaxIdentityLength bytes, no control characters, not blank.
+func ValidIdentity(id string) bool {
+	if len(id) > MaxIdentityLength || !utf8.ValidString(id) || strings.TrimSpace(id) != id || id == "" {
+		return false
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -424,6 +424,11 @@ type ReportResult struct {
 	Discarded string
 }
 
+// MaxAdaptersPerResource bounds the adapters with a stored status on one
+// resource: any caller may report under any adapter name, and every status
+// is kept and listed. Registered adapters are always accepted.
+const MaxAdaptersPerResource = 64
+
 // ReportStatus applies an adapter's report under the resource's row lock.
 func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.StatusReport) (ReportResult, error) {
 	now := s.clock()
@@ -451,6 +456,11 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 			if statuses[i].Adapter == report.Adapter {
 				existing = &statuses[i]
 			}
+		}
+		if existing == nil && len(statuses) >= MaxAdaptersPerResource && !s.isRegistered(r.Kind, report.Adapter) {
+			return problem.Validation(problem.FieldError{Field: "adapter", Value: report.Adapter,
+				Constraint: fmt.Sprintf("maxAdapters=%d", MaxAdaptersPerResource),
+				Message:    fmt.Sprintf("%s %s already holds statuses of %d adapters, the limit; only registered adapters may add more", r.Kind, r.ID, len(statuses))})
 		}
 		outcome, why := statusreport.Decide(report, r.Generation, existing)
 		if outcome == statusreport.Discard {

@@ -20,6 +20,11 @@ import (
 // DefaultBodyLimit bounds request bodies (1 MiB).
 const DefaultBodyLimit = 1 << 20
 
+// DefaultSpecLimit bounds the spec of one cluster or node pool (64 KiB, as
+// sent). Lists return up to 100 resources a page, so this limit, not the
+// body limit, sets what one list response may hold.
+const DefaultSpecLimit = 64 << 10
+
 // ReadBody reads a JSON request body within limit bytes.
 func ReadBody(r *http.Request, limit int64) ([]byte, *problem.Problem) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
@@ -48,7 +53,8 @@ func isJSON(contentType string) bool {
 	return mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "application/x-www-form-urlencoded"
 }
 
-// Decode unmarshals one JSON object into dst, refusing unknown fields.
+// Decode unmarshals one JSON object into dst, refusing unknown fields and
+// everything checkStrict refuses.
 func Decode(body []byte, dst any) *problem.Problem {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -56,6 +62,9 @@ func Decode(body []byte, dst any) *problem.Problem {
 	}
 	if trimmed[0] != '{' {
 		return malformed("", "the request body must be a JSON object")
+	}
+	if serr := checkStrict(trimmed, dst); serr != nil {
+		return malformed(truncate(serr.field, 256), serr.message)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -110,6 +119,13 @@ func jsonType(kind, goType string) string {
 		return "an object"
 	}
 	return "a " + goType
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func malformed(field, message string) *problem.Problem {

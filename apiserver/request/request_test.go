@@ -58,6 +58,69 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// TestDecodeStrict covers what encoding/json alone would accept quietly.
+func TestDecodeStrict(t *testing.T) {
+	deep := func(n int) string {
+		return `{"kind":"Cluster","name":"abc","spec":` + strings.Repeat(`{"a":`, n) + `1` + strings.Repeat(`}`, n) + `}`
+	}
+	tests := []struct {
+		body  string
+		field string
+		msg   string // empty = accepted
+	}{
+		{deep(MaxDepth - 1), "", ""},
+		{deep(MaxDepth), "spec", "more than 32 levels deep"},
+		{deep(5000), "spec", "the limit is 32"},
+		{`{"spec":{"a":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}}`, "spec", "levels deep"},
+		{`{"name":"a","name":"b"}`, "name", "name appears twice"},
+		{`{"spec":{"x":{"y":1,"y":2}}}`, "spec.x.y", "appears twice"},
+		{`{"labels":{"a":"1","a":"1"}}`, "labels.a", "appears twice"},
+		{`{"spec":{"a":1,"A":2}}`, "", ""}, // spec keys are data: case matters, both kept
+		{`{"Name":"abc"}`, "Name", `case-sensitive, use "name"`},
+		{`{"KIND":"Cluster"}`, "KIND", `use "kind"`},
+		{"{\"\u212aind\":\"Cluster\"}", "\u212aind", `use "kind"`}, // Kelvin sign folds to k
+		{`{"nmae":"abc"}`, "nmae", `unknown field "nmae"`},
+		{"{\"spec\":{\"a\":\"\xff\"}}", "spec.a", "not valid UTF-8"},
+		{"{\"spec\":{\"\xc3\":1}}", "spec", "a key of spec is not valid UTF-8"},
+		{`{"spec":{"a":"\ud800"}}`, "spec.a", "lone high surrogate"},
+		{`{"spec":{"a":"\udc00x"}}`, "spec.a", "lone low surrogate"},
+		{`{"spec":{"a":"\ud83d\ude00 \\u0000"}}`, "", ""}, // a pair, and an escaped backslash
+		{`{"spec":{"a":["\u0000"]}}`, "spec.a[0]", "NUL"},
+		{`{"labels":{"env":null}}`, "labels.env", "labels.env must be a string, not null"},
+		{`{"labels":null}`, "", ""},
+		{`{"spec":{"a":null}}`, "", ""},
+	}
+	for _, tc := range tests {
+		var req lifecycle.CreateRequest
+		p := Decode([]byte(tc.body), &req)
+		if tc.msg == "" {
+			if p != nil {
+				t.Errorf("Decode(%q) = %v", tc.body, p)
+			}
+			continue
+		}
+		if p == nil {
+			t.Errorf("Decode(%q) accepted", tc.body)
+			continue
+		}
+		if p.Status != http.StatusBadRequest || p.Code != problem.CodeMalformedBody || !strings.Contains(p.Detail, tc.msg) {
+			t.Errorf("Decode(%.80q) = %d %s %q, want 400 containing %q", tc.body, p.Status, p.Code, p.Detail, tc.msg)
+		}
+		if len(p.Errors) != 1 || p.Errors[0].Field != tc.field {
+			t.Errorf("Decode(%.80q) errors = %+v, want field %s", tc.body, p.Errors, tc.field)
+		}
+	}
+	// Status reports: conditions are structs too.
+	_, p := DecodeStatusReport([]byte(`{"adapter":"a","conditions":[{"type":"A","Status":"True"}]}`))
+	if p == nil || len(p.Errors) != 1 || p.Errors[0].Field != "conditions[0].Status" {
+		t.Errorf("case-insensitive condition field: %v", p)
+	}
+	_, p = DecodeStatusReport([]byte(`{"adapter":"a","data":{"k":1,"k":2}}`))
+	if p == nil || p.Errors[0].Field != "data.k" {
+		t.Errorf("duplicate key in data: %v", p)
+	}
+}
+
 func TestDecodeStatusReport(t *testing.T) {
 	r, p := DecodeStatusReport([]byte(`{"adapter":"a","observed_generation":2,"observed_time":"2025-01-01T10:00:00Z",
 		"conditions":[{"type":"Available","status":"True"}],"data":{"k":1}}`))

@@ -8,7 +8,9 @@ package search
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,6 +33,15 @@ const MaxQueryLength = 4096
 
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxDepth = 64
+
+// MaxTerms bounds the comparisons of one search (an in list counts as one)
+// and MaxListValues the values of one in list: each value becomes a SQL
+// comparison, and databases refuse statements whose expression tree is too
+// large (SQLite at a depth of 1,000).
+const (
+	MaxTerms      = 32
+	MaxListValues = 100
+)
 
 // Options describe the table being searched.
 type Options struct {
@@ -72,6 +83,9 @@ func Translate(query string, d Dialect, opts Options) (w Where, err error) {
 			w, err = Where{}, errorf("search could not be parsed")
 		}
 	}()
+	if err := checkNumbers(query); err != nil {
+		return Where{}, err
+	}
 	tree, perr := tsl.ParseTSL(sqlStyleLists(query))
 	if perr != nil {
 		return Where{}, errorf("search is not valid TSL: %s", cleanParseError(perr))
@@ -158,6 +172,7 @@ type translator struct {
 	dialect Dialect
 	opts    Options
 	args    []any
+	terms   int
 }
 
 func (t *translator) bind(v any) string {
@@ -221,6 +236,9 @@ func (t *translator) comparison(op tsl.TSLExpressionOp) (string, error) {
 		}
 		return "", errorf("the left side of %s must be a field name, not %s", operatorName(op.Operator), describe(op.Left))
 	}
+	if t.terms++; t.terms > MaxTerms {
+		return "", errorf("search has more than %d comparisons; the limit is %d (an in list counts as one)", MaxTerms, MaxTerms)
+	}
 	name, _ := op.Left.AsString()
 	f, err := t.resolve(name)
 	if err != nil {
@@ -233,6 +251,9 @@ func (t *translator) comparison(op tsl.TSLExpressionOp) (string, error) {
 		}
 		if len(arr.Values) == 0 {
 			return "", errorf("in needs at least one value")
+		}
+		if len(arr.Values) > MaxListValues {
+			return "", errorf("the in list of %s has %d values; the limit is %d", name, len(arr.Values), MaxListValues)
 		}
 		parts := make([]string, 0, len(arr.Values))
 		for _, v := range arr.Values {
@@ -393,6 +414,10 @@ type literal struct {
 }
 
 func readLiteral(n *tsl.TSLNode) (literal, error) {
+	if op, ok := n.AsExprOp(); ok && op.Operator == tsl.OpUMinus && op.Left == nil && op.Right != nil && op.Right.Type() == tsl.KindNumericLiteral {
+		f, _ := op.Right.AsFloat64()
+		return literal{num: -f, isNum: true, text: strconv.FormatFloat(-f, 'f', -1, 64)}, nil
+	}
 	switch n.Type() {
 	case tsl.KindStringLiteral:
 		s, _ := n.AsString()
@@ -431,8 +456,11 @@ func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (stri
 		}
 		return t.sqlCompare(f.column, op, t.bind(lit.text)), nil
 	case intField:
-		if !lit.isNum || lit.num != float64(int64(lit.num)) {
+		if !lit.isNum || lit.num != math.Trunc(lit.num) {
 			return "", errorf("%s is an integer; compare it with a number, e.g. %s > 1", f.name, f.name)
+		}
+		if math.Abs(lit.num) > maxExactInt {
+			return "", errorf("%s: %s is out of range; integers must lie within ±%d", f.name, lit.text, int64(maxExactInt))
 		}
 		return t.sqlCompare(f.column, op, t.bind(int64(lit.num))), nil
 	case timeField:
@@ -531,7 +559,7 @@ func (t *translator) specCompare(f field, op tsl.Operator, lit literal) (string,
 		if t.dialect == Postgres {
 			expr = "(" + col + " #> " + t.bind(pgPath) + "::text[]) = " + t.bind(lit.text) + "::jsonb"
 		} else {
-			expr = "json_type(" + col + ", " + t.bind(sqlitePath) + ") = " + t.bind(lit.text)
+			expr = t.sqliteJSON(col, "json_type", sqlitePath) + " = " + t.bind(lit.text)
 		}
 		if op == tsl.OpNE {
 			return "(NOT COALESCE(" + expr + ", FALSE))", nil
@@ -545,7 +573,7 @@ func (t *translator) specCompare(f field, op tsl.Operator, lit literal) (string,
 		if t.dialect == Postgres {
 			expr = "(CASE WHEN jsonb_typeof(" + col + " #> " + t.bind(pgPath) + "::text[]) = 'number' THEN (" + col + " #>> " + t.bind(pgPath) + "::text[])::numeric END)"
 		} else {
-			expr = "(CASE WHEN json_type(" + col + ", " + t.bind(sqlitePath) + ") IN ('integer', 'real') THEN json_extract(" + col + ", " + t.bind(sqlitePath) + ") END)"
+			expr = "(CASE WHEN " + t.sqliteJSON(col, "json_type", sqlitePath) + " IN ('integer', 'real') THEN json_extract(" + col + ", " + t.bind(sqlitePath) + ") END)"
 		}
 		return t.sqlCompare(expr, op, t.bind(lit.num)), nil
 	default:
@@ -553,10 +581,18 @@ func (t *translator) specCompare(f field, op tsl.Operator, lit literal) (string,
 		if t.dialect == Postgres {
 			expr = "(" + col + " #>> " + t.bind(pgPath) + "::text[])"
 		} else {
-			expr = "(CASE WHEN json_type(" + col + ", " + t.bind(sqlitePath) + ") = 'text' THEN json_extract(" + col + ", " + t.bind(sqlitePath) + ") END)"
+			expr = "(CASE WHEN " + t.sqliteJSON(col, "json_type", sqlitePath) + " = 'text' THEN json_extract(" + col + ", " + t.bind(sqlitePath) + ") END)"
 		}
 		return t.sqlCompare(expr, op, t.bind(lit.text)), nil
 	}
+}
+
+// sqliteJSON applies a SQLite JSON function to a stored document only when
+// the document is valid: SQLite raises "malformed JSON" for a document it
+// cannot parse (such as one nested deeper than its limit), and one such row
+// must not make every search fail. An invalid document matches nothing.
+func (t *translator) sqliteJSON(col, fn, path string) string {
+	return "(CASE WHEN json_valid(" + col + ") THEN " + fn + "(" + col + ", " + t.bind(path) + ") END)"
 }
 
 func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (string, error) {
@@ -581,6 +617,60 @@ func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (st
 		return "(NOT " + exists + ")", nil
 	}
 	return exists, nil
+}
+
+// maxExactInt is the largest integer a search number holds exactly (2^53).
+const maxExactInt = 1 << 53
+
+// checkNumbers refuses numbers the parser would mis-read: it turns a
+// number beyond float64's range (1e400) into 0 without an error.
+func checkNumbers(q string) error {
+	inQuote := byte(0)
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case inQuote != 0:
+			if c == inQuote {
+				inQuote = 0
+			}
+			continue
+		case c == '\'' || c == '"' || c == '`':
+			inQuote = c
+			continue
+		case c < '0' || c > '9' || i > 0 && isWordByte(q[i-1]) && q[i-1] != '.':
+			continue
+		}
+		if i > 0 && q[i-1] == '.' && (i < 2 || isWordByte(q[i-2])) {
+			continue // part of a name such as spec.a.0
+		}
+		j := i
+		for j < len(q) && (q[j] >= '0' && q[j] <= '9' || q[j] == '.') {
+			j++
+		}
+		if j < len(q) && (q[j] == 'e' || q[j] == 'E') {
+			k := j + 1
+			if k < len(q) && (q[k] == '+' || q[k] == '-') {
+				k++
+			}
+			if k < len(q) && q[k] >= '0' && q[k] <= '9' {
+				for j = k; j < len(q) && q[j] >= '0' && q[j] <= '9'; j++ {
+				}
+			}
+		}
+		num := q[i:j]
+		if f, err := strconv.ParseFloat(num, 64); err != nil && errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
+			return errorf("the number %s is out of range; search numbers must fit a 64-bit float (about ±1.8e308)", truncateText(num, 40))
+		}
+		i = j - 1
+	}
+	return nil
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func describe(n *tsl.TSLNode) string {

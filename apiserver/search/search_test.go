@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,9 +72,9 @@ func TestTranslateSQLite(t *testing.T) {
 			"EXISTS (SELECT 1 FROM json_each(resources.conditions) AS c WHERE json_extract(c.value, '$.type') = ? AND json_extract(c.value, '$.status') = ?)",
 			[]any{"Ready", "True"}},
 		{"spec.subnets[1].cidr = '10.0.0.0/24'",
-			"(CASE WHEN json_type(resources.spec, ?) = 'text' THEN json_extract(resources.spec, ?) END) = ?",
+			"(CASE WHEN (CASE WHEN json_valid(resources.spec) THEN json_type(resources.spec, ?) END) = 'text' THEN json_extract(resources.spec, ?) END) = ?",
 			[]any{`$."subnets"[1]."cidr"`, `$."subnets"[1]."cidr"`, "10.0.0.0/24"}},
-		{"spec.enabled = false", "json_type(resources.spec, ?) = ?", []any{`$."enabled"`, "false"}},
+		{"spec.enabled = false", "(CASE WHEN json_valid(resources.spec) THEN json_type(resources.spec, ?) END) = ?", []any{`$."enabled"`, "false"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
@@ -136,6 +137,15 @@ func TestTranslateRejects(t *testing.T) {
 		{"spec['a;drop'] = 'x'", "may only hold"},
 		{strings.Repeat("not (", 100) + "name='a'" + strings.Repeat(")", 100), "nested"},
 		{strings.Repeat("x", MaxQueryLength+1), "limit"},
+		{"name in (" + values(MaxListValues+1) + ")", "the in list of name has 101 values; the limit is 100"},
+		{"labels.env in (" + values(MaxListValues+1) + ")", "the limit is 100"},
+		{"spec.a in (" + values(MaxListValues+1) + ")", "the limit is 100"},
+		{terms(MaxTerms + 1), "more than 32 comparisons; the limit is 32"},
+		{"generation > 1e400", "1e400 is out of range"},
+		{"spec.x > 1e400", "out of range"},
+		{"spec.x in (1, -1E+999)", "out of range"},
+		{"generation > 100000000000000000", "out of range"},
+		{"generation > -1e300", "out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
@@ -150,6 +160,49 @@ func TestTranslateRejects(t *testing.T) {
 				t.Errorf("message %q does not contain %q", err.Error(), tc.want)
 			}
 		})
+	}
+}
+
+func values(n int) string {
+	v := make([]string, n)
+	for i := range v {
+		v[i] = fmt.Sprintf("'v%d'", i)
+	}
+	return strings.Join(v, ", ")
+}
+
+func terms(n int) string {
+	v := make([]string, n)
+	for i := range v {
+		v[i] = fmt.Sprintf("name = 'n%d'", i)
+	}
+	return strings.Join(v, " or ")
+}
+
+// At the limits a search is accepted; negative numbers are numbers; names
+// and quoted text that look like big numbers are not numbers.
+func TestTranslateLimitsAndNumbers(t *testing.T) {
+	for q, wantArg := range map[string]any{
+		"name in (" + values(MaxListValues) + ")": nil,
+		terms(MaxTerms):                          nil,
+		"generation > -1":                        int64(-1),
+		"spec.x >= -1.5e3":                       -1500.0,
+		"spec.x in (1, -2)":                      -2.0,
+		"name = '1e400'":                         "1e400",
+		"labels.a1e400 = 'x'":                    "x",
+		"generation = 1 and spec.a.b1e999 = 'x'": nil,
+		"created_time > '2025-01-01' and spec.n < 1.5e+300": 1.5e300,
+	} {
+		w, err := Translate(q, SQLite, opts)
+		if err != nil {
+			if strings.Contains(err.Error(), "out of range") || wantArg != nil {
+				t.Errorf("Translate(%.60q): %v", q, err)
+			}
+			continue
+		}
+		if wantArg != nil && !slices.Contains(w.Args, wantArg) {
+			t.Errorf("Translate(%.60q) args %v lack %v", q, w.Args, wantArg)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ package statusreport
 import (
 	"fmt"
 	"time"
+	"unicode"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -17,6 +18,16 @@ import (
 const (
 	MaxFutureSkew = 5 * time.Minute
 	MaxPastSkew   = 30 * time.Minute
+)
+
+// Bounds of one report: every field is stored and served back, so none may
+// grow without limit.
+const (
+	MaxAdapterLength   = 253
+	MaxConditions      = 32
+	MaxConditionType   = 128
+	MaxConditionReason = 256
+	MaxMessageLength   = 4096
 )
 
 // MandatoryConditions must be present in every report.
@@ -30,8 +41,10 @@ func Validate(r *resource.StatusReport, now time.Time) []problem.FieldError {
 	}
 	if r.Adapter == "" {
 		add("adapter", nil, "required", "adapter is required and must be a non-empty string")
-	} else if len(r.Adapter) > 253 {
-		add("adapter", r.Adapter, "maxLength=253", "adapter must be at most 253 characters")
+	} else if len(r.Adapter) > MaxAdapterLength {
+		add("adapter", clip(r.Adapter), fmt.Sprintf("maxLength=%d", MaxAdapterLength), fmt.Sprintf("adapter must be at most %d characters", MaxAdapterLength))
+	} else if !printable(r.Adapter) {
+		add("adapter", r.Adapter, "printable", "adapter must be printable characters without spaces")
 	}
 	if r.ObservedGeneration < 1 {
 		add("observed_generation", r.ObservedGeneration, "minimum=1", "observed_generation is required and must be an integer >= 1")
@@ -49,11 +62,30 @@ func Validate(r *resource.StatusReport, now time.Time) []problem.FieldError {
 	if r.Conditions == nil {
 		add("conditions", nil, "required", "conditions is required and must include Available, Applied and Health")
 	}
+	if len(r.Conditions) > MaxConditions {
+		add("conditions", len(r.Conditions), fmt.Sprintf("maxItems=%d", MaxConditions),
+			fmt.Sprintf("a report holds at most %d conditions (got %d)", MaxConditions, len(r.Conditions)))
+		return errs // each of thousands of conditions would add its own errors
+	}
 	seen := map[string]bool{}
 	for i, c := range r.Conditions {
 		field := fmt.Sprintf("conditions[%d]", i)
+		tooLong := func(name, v string, limit int) bool {
+			if len(v) <= limit {
+				return false
+			}
+			add(field+"."+name, clip(v), fmt.Sprintf("maxLength=%d", limit), fmt.Sprintf("%s must be at most %d characters (got %d)", name, limit, len(v)))
+			return true
+		}
+		tooLong("reason", c.Reason, MaxConditionReason)
+		tooLong("message", c.Message, MaxMessageLength)
+		if tooLong("type", c.Type, MaxConditionType) {
+			continue
+		}
 		if c.Type == "" {
 			add(field+".type", nil, "required", "type is required and must be non-empty")
+		} else if !printable(c.Type) {
+			add(field+".type", c.Type, "printable", "type must be printable characters without spaces")
 		} else if seen[c.Type] {
 			add(field+".type", c.Type, "unique", fmt.Sprintf("condition type %q appears more than once", c.Type))
 		}
@@ -78,6 +110,25 @@ func Validate(r *resource.StatusReport, now time.Time) []problem.FieldError {
 		add("data", nil, "type=object", "data must be a JSON object")
 	}
 	return errs
+}
+
+// printable reports whether s is graphic characters only: no spaces or
+// control characters (a NUL or a newline in a name breaks logs and labels).
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens a value echoed in an error.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + "..."
 }
 
 func isObjectOrAbsent(raw []byte) bool {

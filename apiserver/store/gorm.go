@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -640,7 +641,10 @@ func isUniqueViolation(err error) bool {
 }
 
 // queryLogger routes gorm's logging to zerolog: failed statements at error
-// (except "not found"), slow ones at warn, the rest nowhere.
+// (except "not found"; a unique violation, which the API answers with 409,
+// at debug), slow ones at warn, the rest nowhere. Statements are logged
+// with placeholders, never with their bound values: those are user data
+// (a spec may hold secrets).
 type queryLogger struct {
 	log  zerolog.Logger
 	slow time.Duration
@@ -655,14 +659,32 @@ func (l *queryLogger) Error(_ context.Context, msg string, args ...any) {
 	l.log.Error().Msgf(msg, args...)
 }
 
+// ParamsFilter drops the bound values before gorm renders a statement for
+// the log (gorm.ParamsFilter).
+func (l *queryLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
+}
+
+// gormPlaceholder is how gorm renders a PostgreSQL placeholder it has no
+// value for ($1 becomes $1$).
+var gormPlaceholder = regexp.MustCompile(`\$(\d+)\$`)
+
 func (l *queryLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
 	elapsed := time.Since(begin)
+	statement := func() (string, int64) {
+		sql, rows := fc()
+		return gormPlaceholder.ReplaceAllString(sql, "$$$1"), rows
+	}
 	switch {
 	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound) && !errors.Is(err, context.Canceled):
-		sql, rows := fc()
-		l.log.Error().Err(err).Dur("elapsed", elapsed).Int64("rows", rows).Str("sql", sql).Msg("query failed")
+		sql, rows := statement()
+		ev := l.log.Error()
+		if isUniqueViolation(err) {
+			ev = l.log.Debug()
+		}
+		ev.Err(err).Dur("elapsed", elapsed).Int64("rows", rows).Str("sql", sql).Msg("query failed")
 	case l.slow > 0 && elapsed > l.slow:
-		sql, rows := fc()
+		sql, rows := statement()
 		l.log.Warn().Dur("elapsed", elapsed).Int64("rows", rows).Str("sql", sql).Msg("slow query")
 	}
 }

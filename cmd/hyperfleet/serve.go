@@ -18,6 +18,7 @@ import (
 type apiFlags struct {
 	listen          string
 	bodyLimit       int64
+	specLimit       int64
 	requestTimeout  time.Duration
 	shutdownGrace   time.Duration
 	shutdownTimeout time.Duration
@@ -40,6 +41,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&a.listen, "listen", ":8000", "address of the API")
 	fs.Int64Var(&a.bodyLimit, "body-limit", request.DefaultBodyLimit, "maximum request body size in bytes")
+	fs.Int64Var(&a.specLimit, "spec-limit", request.DefaultSpecLimit, "maximum size in bytes of one cluster or node pool spec; bounds the memory of list responses")
 	fs.DurationVar(&a.requestTimeout, "request-timeout", 30*time.Second, "maximum time to serve one request")
 	fs.DurationVar(&a.shutdownGrace, "shutdown-grace", 0, "on SIGTERM, report not-ready for this long before closing the listener")
 	fs.DurationVar(&a.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests")
@@ -52,6 +54,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.jwt.JWKSFile, "jwt-jwks-file", "", "file holding the JWKS that verifies tokens")
 	fs.StringVar(&a.jwt.Audience, "jwt-audience", "", "required token audience (aud)")
 	fs.StringVar(&a.jwt.IdentityClaim, "jwt-identity-claim", "email", "claim that names the caller (created_by/updated_by)")
+	fs.BoolVar(&a.jwt.ProtectService, "jwt-protect-service", false, "with --jwt-enabled, require a token on /metrics and /api/hyperfleet too")
 	a.db.add(fs)
 	a.adapters.add(fs)
 }
@@ -67,7 +70,7 @@ func (a *apiFlags) options(cmd *cobra.Command) (apiserver.Options, error) {
 	}
 	return apiserver.Options{
 		Server: apiserver.Config{
-			Listen: a.listen, BodyLimit: a.bodyLimit, RequestTimeout: a.requestTimeout,
+			Listen: a.listen, BodyLimit: a.bodyLimit, SpecLimit: a.specLimit, RequestTimeout: a.requestTimeout,
 			ShutdownGrace: a.shutdownGrace, ShutdownTimeout: a.shutdownTimeout,
 			Version: version.Version, BuildTime: version.BuildTime,
 		},

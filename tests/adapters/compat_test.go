@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	"github.com/hyperfleet/hyperfleet/internal/compat"
 )
 
 // Upstream HyperFleet's end-to-end adapters, unchanged, against the real
@@ -18,11 +19,12 @@ import (
 // cl-deployment chain (each waits on the previous one's status), the node
 // pool ConfigMap, and the crash / stuck namespaces.
 func TestCompatE2EChain(t *testing.T) {
+	compat.Require(t, "the upstream end-to-end adapter chain against a real kube-apiserver")
 	w := newWorld(t, []string{"cl-namespace", "cl-job", "cl-deployment"}, []string{"np-configmap"})
 	ctx := context.Background()
 	c := w.createCluster("compat-chain", map[string]any{"platform": map[string]any{"type": "gcp"}})
 
-	nsAdapter := w.adapter(compat + "/cl-namespace")
+	nsAdapter := w.adapter(e2eAdapters + "/cl-namespace")
 	res := w.run(nsAdapter, c)
 	_, conds := reported(t, res, "clusterStatusPayload")
 	if ops(res) != "clusterNamespace=CREATE" || !strings.Contains(conds, "Applied=True Available=True Health=True") {
@@ -35,7 +37,7 @@ func TestCompatE2EChain(t *testing.T) {
 	// cl-job reads cl-namespace's reported namespace status through
 	// /statuses and a JSONPath filter, then creates its Job (manifest.ref
 	// /etc/adapter/job.yaml resolved to adapter-task-resource-job.yaml).
-	jobAdapter := w.adapter(compat + "/cl-job")
+	jobAdapter := w.adapter(e2eAdapters + "/cl-job")
 	res = w.run(jobAdapter, c)
 	if ops(res) != "testJob=CREATE" {
 		t.Fatalf("cl-job: %s\n%s", ops(res), trace(res))
@@ -58,7 +60,7 @@ func TestCompatE2EChain(t *testing.T) {
 
 	// cl-deployment waits for cl-job's Available condition (a nested
 	// JSONPath filter over /statuses).
-	depAdapter := w.adapter(compat + "/cl-deployment")
+	depAdapter := w.adapter(e2eAdapters + "/cl-deployment")
 	res = w.run(depAdapter, c)
 	if ops(res) != "testDeployment=CREATE" {
 		t.Fatalf("cl-deployment: %s\n%s", ops(res), trace(res))
@@ -69,7 +71,7 @@ func TestCompatE2EChain(t *testing.T) {
 
 	// np-configmap: the node pool adapter of the suite.
 	pool := w.createNodePool(c, "np1", map[string]any{"replicas": 2})
-	res = w.run(w.adapter(compat+"/np-configmap"), pool)
+	res = w.run(w.adapter(e2eAdapters+"/np-configmap"), pool)
 	if ops(res) != "nodepoolConfigMap=CREATE" {
 		t.Fatalf("np-configmap: %s\n%s", ops(res), trace(res))
 	}
@@ -83,7 +85,7 @@ func TestCompatE2EChain(t *testing.T) {
 		name string
 		op   string
 	}{{"cl-deployment", "testDeployment=DELETE"}, {"cl-job", "testJob=DELETE"}} {
-		res = w.run(w.adapter(compat+"/"+a.name), c)
+		res = w.run(w.adapter(e2eAdapters+"/"+a.name), c)
 		if ops(res) != a.op {
 			t.Errorf("%s deleting: %s", a.name, ops(res))
 		}
@@ -96,11 +98,12 @@ func TestCompatE2EChain(t *testing.T) {
 // cl-crash and cl-stuck create a namespace named after the cluster; the
 // kubernetes-example adapter creates a namespace and a Job from a ref.
 func TestCompatNamespaceAdapters(t *testing.T) {
+	compat.Require(t, "the upstream namespace adapters against a real kube-apiserver")
 	w := newWorld(t, []string{"cl-crash", "cl-stuck", "kubernetes-example"}, []string{})
 	c := w.createCluster("compat-ns", map[string]any{})
 	for _, a := range []struct{ dir, ns, op string }{
-		{compat + "/cl-crash", c.ID + "-cl-crash", "clusterNamespace=CREATE"},
-		{compat + "/cl-stuck", c.ID + "-cl-stuck", "clusterNamespace=CREATE"},
+		{e2eAdapters + "/cl-crash", c.ID + "-cl-crash", "clusterNamespace=CREATE"},
+		{e2eAdapters + "/cl-stuck", c.ID + "-cl-stuck", "clusterNamespace=CREATE"},
 		{"../../../shared/compat/upstream-adapter-examples/adapter-kubernetes", c.ID + "-k8s", "namespace=CREATE helloWorldJob=CREATE"},
 	} {
 		res := w.run(w.adapter(a.dir), c)
@@ -125,6 +128,7 @@ func TestCompatNamespaceAdapters(t *testing.T) {
 // The dry-run example configs also run for real: dependency-ordered
 // deletion, and every CEL pattern of the showcase against the real API.
 func TestCompatDryRunConfigsForReal(t *testing.T) {
+	compat.Require(t, "the upstream dry-run configs applied for real")
 	w := newWorld(t, []string{"dryrun-kubernetes-delete"}, []string{})
 	dir := "../../../shared/compat/upstream-adapter-examples/adapter-dryrun"
 	c := w.createCluster("compat-dryrun", map[string]any{
@@ -187,11 +191,12 @@ func TestCompatDryRunConfigsForReal(t *testing.T) {
 // An apply the API server rejects: the phase stops, adapter.* names the
 // failure, and the status reports Health=False with the server's message.
 func TestApplyFailureIsReported(t *testing.T) {
+	compat.Require(t, "that an upstream adapter whose apply fails reports it")
 	w := newWorld(t, []string{"cl-invalid-resource"}, []string{})
 	c := w.createCluster("compat-invalid", map[string]any{})
 	// cl-invalid-resource writes into the cluster's namespace.
-	w.run(w.adapter(compat+"/cl-namespace"), c)
-	res := w.run(w.adapter(compat+"/cl-invalid-resource"), c)
+	w.run(w.adapter(e2eAdapters+"/cl-namespace"), c)
+	res := w.run(w.adapter(e2eAdapters+"/cl-invalid-resource"), c)
 	step := res.State.Trace.Resources.Steps[0]
 	if step.Operation != "CREATE" || !strings.Contains(step.Error, `ConfigMap "INVALID-NAME-`+c.ID+`" is invalid`) || !strings.Contains(step.Error, "HTTP 422 Invalid") {
 		t.Fatalf("step = %+v", step)
@@ -215,9 +220,10 @@ func TestApplyFailureIsReported(t *testing.T) {
 // A precondition whose API is unreachable: the run fails at preconditions
 // and reports Health=False naming the unreachable host.
 func TestPreconditionErrorIsReported(t *testing.T) {
+	compat.Require(t, "that an upstream adapter whose precondition errors reports it")
 	w := newWorld(t, []string{"cl-precondition-error"}, []string{})
 	c := w.createCluster("compat-precond", map[string]any{})
-	res := w.run(w.adapter(compat+"/cl-precondition-error"), c)
+	res := w.run(w.adapter(e2eAdapters+"/cl-precondition-error"), c)
 	meta := res.State.Meta
 	if meta.ExecutionError == nil || meta.ExecutionError.Phase != "preconditions" || !strings.Contains(meta.ExecutionError.Message, "invalid-service") {
 		t.Fatalf("adapter context = %+v", meta)

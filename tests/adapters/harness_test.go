@@ -37,8 +37,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 const (
-	shipped = "../../taskconfigs"
-	compat  = "../../../shared/compat/upstream-e2e-adapters"
+	shipped     = "../../taskconfigs"
+	e2eAdapters = "../../../shared/compat/upstream-e2e-adapters"
 )
 
 // world is a HyperFleet API and a Kubernetes control plane.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,13 @@ func TestJWTAuth(t *testing.T) {
 		// A valid token without the identity claim: authenticated, not allowed.
 		e.token = good.token(t, claims(func(c jwt.MapClaims) { delete(c, "email") }))
 		e.do("GET", base+"/clusters", nil).problem(403, "HYPERFLEET-AUZ-001")
+		// An identity that cannot be stored as created_by is refused too.
+		for _, id := range []string{strings.Repeat("a", 5000), "eve\x00@example.com", "eve@example.com\nforged log line", " padded@example.com"} {
+			e.token = good.token(t, claims(func(c jwt.MapClaims) { c["email"] = id }))
+			if p := e.do("POST", base+"/clusters", clusterBody("bad-identity")).problem(403, "HYPERFLEET-AUZ-001"); !strings.Contains(p.Detail, "printable") {
+				t.Errorf("identity %.20q: %s", id, p.Detail)
+			}
+		}
 
 		e.token = good.token(t, claims(nil))
 		c := e.createCluster("authed")
@@ -139,11 +147,38 @@ func TestJWTAuthFromFileAndCustomClaim(t *testing.T) {
 	}
 }
 
+// With --jwt-protect-service, /metrics and the version metadata need a
+// token; probes and the OpenAPI document do not.
+func TestJWTProtectService(t *testing.T) {
+	s := newSigner(t, "svc-key")
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(file, s.jwks(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := newEnv(t, store.BackendSQLite, func(o *apiserver.Options) { o.Auth = apiserverAuth(file, "") })
+	open.do("GET", "/metrics", nil).expect(200)
+	open.do("GET", "/api/hyperfleet", nil).expect(200)
+	e := newEnv(t, store.BackendSQLite, func(o *apiserver.Options) {
+		o.Auth = apiserverAuth(file, "")
+		o.Auth.ProtectService = true
+	})
+	for _, path := range []string{"/metrics", "/api/hyperfleet"} {
+		e.do("GET", path, nil).problem(401, "HYPERFLEET-AUT-001")
+	}
+	for _, path := range []string{"/healthz", "/readyz", base + "/openapi"} {
+		e.do("GET", path, nil).expect(200)
+	}
+	e.token = s.token(t, claims(nil))
+	e.do("GET", "/metrics", nil).expect(200)
+	e.do("GET", "/api/hyperfleet", nil).expect(200)
+}
+
 func TestJWTConfigErrors(t *testing.T) {
 	for name, mutate := range map[string]func(*apiserver.Options){
-		"no keys":       func(o *apiserver.Options) { o.Auth.Enabled = true },
-		"missing file":  func(o *apiserver.Options) { o.Auth = apiserverAuth("/nonexistent/jwks.json", "") },
-		"both url+file": func(o *apiserver.Options) { o.Auth = apiserverAuth("/x", ""); o.Auth.JWKSURL = "http://x" },
+		"no keys":           func(o *apiserver.Options) { o.Auth.Enabled = true },
+		"missing file":      func(o *apiserver.Options) { o.Auth = apiserverAuth("/nonexistent/jwks.json", "") },
+		"both url+file":     func(o *apiserver.Options) { o.Auth = apiserverAuth("/x", ""); o.Auth.JWKSURL = "http://x" },
+		"protect, auth off": func(o *apiserver.Options) { o.Auth.ProtectService = true },
 	} {
 		o := newEnvOptions(t)
 		mutate(&o)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -286,6 +287,7 @@ func TestListPagination(t *testing.T) {
 }
 
 func TestCompatPayloads(t *testing.T) {
+	compat.Require(t, "that the upstream end-to-end payloads are accepted")
 	eachBackend(t, func(t *testing.T, e *env) {
 		dir := "../../../shared/compat/upstream-e2e-payloads"
 		load := func(name string) string {
