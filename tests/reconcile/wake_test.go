@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
@@ -32,7 +34,8 @@ var (
 // second after it appears (there is no kubelet).
 func chainSystem(t *testing.T, opts options) *system {
 	t.Helper()
-	dir := testenv.Compat(t, "upstream-e2e-adapters")
+	compat.Require(t, "that a chain of upstream's dependent end-to-end adapters reconciles by progress and wake-ups")
+	dir := filepath.Join(compat.Dir(), "upstream-e2e-adapters")
 	opts.registered = map[string][]string{resource.KindCluster: chainAdapters, resource.KindNodePool: chainNodePoolAdapters}
 	opts.adapters = nil
 	for _, a := range append(slices.Clone(chainAdapters), chainNodePoolAdapters...) {
