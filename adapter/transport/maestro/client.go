@@ -10,9 +10,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/openshift-online/maestro/pkg/api/openapi"
 	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
 	"github.com/rs/zerolog"
+	"k8s.io/klog/v2"
 	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
 	"open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
 
@@ -35,6 +38,9 @@ type Client struct {
 	api  *openapi.APIClient
 	grpc *tls.Config // nil: plaintext
 	tok  string
+	// klog is handed to the cloudevents library through the context: it
+	// logs every publish at info level, which here is debug chatter.
+	klog logr.Logger
 
 	root context.Context
 	stop context.CancelFunc
@@ -57,6 +63,7 @@ func New(cfg Config, log zerolog.Logger) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, log: log.With().Str("component", "maestro").Str("source_id", cfg.SourceID).Logger()}
+	c.klog = funcr.New(func(prefix, args string) { c.log.Debug().Str("lib", prefix).Msg(args) }, funcr.Options{})
 	httpTransport := http.DefaultTransport.(*http.Transport).Clone()
 	if strings.HasPrefix(cfg.HTTPAddress, "https://") {
 		tc, err := tlsfiles.ClientConfig(tlsfiles.Files{CA: cfg.HTTPCAFile, Cert: cfg.CertFile, Key: cfg.KeyFile, InsecureSkipVerify: cfg.Insecure})
@@ -106,7 +113,7 @@ func (c *Client) Close() {
 // other than Maestro refusing the request, the stream is dropped so the
 // next call reconnects.
 func (c *Client) works(ctx context.Context, consumer string, publishes bool, fn func(ctx context.Context, w workv1client.ManifestWorkInterface) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, c.klog), c.cfg.Timeout)
 	defer cancel()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,7 +136,7 @@ func (c *Client) works(ctx context.Context, consumer string, publishes bool, fn 
 }
 
 func (c *Client) connect() (*connection, error) {
-	ctx, cancel := context.WithCancel(c.root)
+	ctx, cancel := context.WithCancel(klog.NewContext(c.root, c.klog))
 	dialer := &grpc.GRPCDialer{URL: c.cfg.GRPCAddress, TLSConfig: c.grpc, Token: c.tok}
 	if c.cfg.KeepaliveTime > 0 {
 		dialer.KeepAliveOptions = grpc.KeepAliveOptions{Enable: true, Time: c.cfg.KeepaliveTime, Timeout: c.cfg.KeepaliveTimeout}
@@ -172,3 +179,26 @@ func (l ocmLogger) Info(_ context.Context, f string, a ...any) {
 func (l ocmLogger) Warn(_ context.Context, f string, a ...any)  { l.log.Warn().Msgf(f, a...) }
 func (l ocmLogger) Error(_ context.Context, f string, a ...any) { l.log.Error().Msgf(f, a...) }
 func (l ocmLogger) Fatal(_ context.Context, f string, a ...any) { l.log.Error().Msgf(f, a...) }
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]*Client{}
+)
+
+// Shared returns the process's client for these settings, made on first
+// use: adapters of one worker with the same clients.maestro settings share
+// one gRPC stream. Shared clients live as long as the process.
+func Shared(cfg Config, log zerolog.Logger) (*Client, error) {
+	key := cfg.WithDefaults().key()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if c, ok := shared[key]; ok {
+		return c, nil
+	}
+	c, err := New(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	shared[key] = c
+	return c, nil
+}

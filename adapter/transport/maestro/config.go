@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 )
 
 // Defaults of the optional settings.
@@ -154,3 +157,69 @@ func (o Overrides) Apply(c Config) Config {
 
 // IsZero reports whether no override is set.
 func (o Overrides) IsZero() bool { return o == Overrides{} }
+
+// FromTaskConfig reads an adapter's clients.maestro block (nil: nothing
+// set); the source id defaults to the adapter name. Pure.
+func FromTaskConfig(mc *taskconfig.MaestroClient, adapterName string) Config {
+	c := Config{SourceID: adapterName}
+	if mc == nil {
+		return c
+	}
+	c.GRPCAddress, c.HTTPAddress, c.Insecure = mc.GRPCServerAddress, mc.HTTPServerAddress, mc.Insecure
+	if mc.SourceID != "" {
+		c.SourceID = mc.SourceID
+	}
+	c.Timeout, c.ServerHealthinessTimeout = mc.Timeout.Duration, mc.ServerHealthinessTimeout.Duration
+	if a := mc.Auth; a != nil {
+		c.TokenFile = a.TokenFile
+		if t := a.TLSConfig; t != nil {
+			c.CAFile, c.CertFile, c.KeyFile, c.ServerName, c.HTTPCAFile = t.CAFile, t.CertFile, t.KeyFile, t.ServerName, t.HTTPCAFile
+		}
+	}
+	if k := mc.Keepalive; k != nil {
+		c.KeepaliveTime, c.KeepaliveTimeout = k.Time.Duration, k.Timeout.Duration
+	}
+	return c
+}
+
+// EnvPrefix starts the environment variables that override clients.maestro
+// (upstream's names): HYPERFLEET_MAESTRO_GRPC_SERVER_ADDRESS, ...
+const EnvPrefix = "HYPERFLEET_MAESTRO_"
+
+// OverridesFromEnv reads the HYPERFLEET_MAESTRO_* variables through lookup
+// (os.LookupEnv in a worker). A malformed boolean or duration is an error
+// naming the variable.
+func OverridesFromEnv(lookup func(string) (string, bool)) (Overrides, error) {
+	var o Overrides
+	get := func(name string) string {
+		v, _ := lookup(EnvPrefix + name)
+		return strings.TrimSpace(v)
+	}
+	for name, dst := range map[string]*string{
+		"GRPC_SERVER_ADDRESS": &o.GRPCAddress, "HTTP_SERVER_ADDRESS": &o.HTTPAddress, "SOURCE_ID": &o.SourceID,
+		"CA_FILE": &o.CAFile, "CERT_FILE": &o.CertFile, "KEY_FILE": &o.KeyFile, "TOKEN_FILE": &o.TokenFile,
+		"HTTP_CA_FILE": &o.HTTPCAFile, "SERVER_NAME": &o.ServerName,
+	} {
+		*dst = get(name)
+	}
+	var errs []error
+	if v := get("INSECURE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%sINSECURE=%q is not a boolean: write true or false", EnvPrefix, v))
+		} else {
+			o.Insecure = &b
+		}
+	}
+	for name, dst := range map[string]*time.Duration{"TIMEOUT": &o.Timeout, "SERVER_HEALTHINESS_TIMEOUT": &o.ServerHealthinessTimeout} {
+		if v := get(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("%s%s=%q is not a positive duration: write e.g. 10s", EnvPrefix, name, v))
+				continue
+			}
+			*dst = d
+		}
+	}
+	return o, errors.Join(errs...)
+}

@@ -21,15 +21,15 @@ import (
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // env is a real Maestro server with a real agent for the consumer
-// "spoke1" applying to the shared kube-apiserver.
+// "spoke1" applying to the sharedEnv kube-apiserver.
 type env struct {
 	m  *testenv.Maestro
 	cs kubernetes.Interface
 }
 
 var (
-	envOnce sync.Once
-	shared  env
+	envOnce   sync.Once
+	sharedEnv env
 )
 
 func realMaestro(t *testing.T) env {
@@ -45,12 +45,12 @@ func realMaestro(t *testing.T) env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		shared = env{m: m, cs: cs}
+		sharedEnv = env{m: m, cs: cs}
 	})
-	if shared.m == nil {
+	if sharedEnv.m == nil {
 		t.Fatal("the Maestro environment failed to start in an earlier test")
 	}
-	return shared
+	return sharedEnv
 }
 
 func newClient(t *testing.T, m *testenv.Maestro, source string) *Transport {
@@ -320,7 +320,9 @@ func TestConcurrentConsumersShareOneClient(t *testing.T) {
 			t.Errorf("%s has %d ManifestWorks of this source, want 20", consumer, len(bundles))
 		}
 		for _, b := range bundles {
-			name, _ := b["name"].(string)
+			// The bundle's own name is Maestro's id; the ManifestWork's is in metadata.
+			meta, _ := b["metadata"].(map[string]any)
+			name, _ := meta["name"].(string)
 			if !strings.Contains(name, "-"+consumer+"-") {
 				t.Errorf("%s holds %s", consumer, name)
 			}
