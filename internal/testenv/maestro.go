@@ -245,7 +245,7 @@ func (m *Maestro) ResourceBundles(t testing.TB, search string) []map[string]any 
 // the binary: the consumer it serves, the broker of the server, the cluster
 // it applies to (kubeconfig), a free port for its own HTTPS endpoint and a
 // short status sync so feedback arrives within a second. Documented in
-// docs/maestro.md.
+// the operator guide ("Running Maestro locally").
 func MaestroAgentFlags(consumer, brokerConfig, kubeconfig string, listenPort int) []string {
 	return []string{"agent",
 		"--consumer-name=" + consumer,
