@@ -24,7 +24,7 @@ KUBE_VERSION := v1.37.1
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
                 -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
-TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/helm
+TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/helm $(BIN)/maestro
 # helm renders and lints the chart in deploy/helm (tests/deploy).
 HELM_VERSION := v3.19.0
 
@@ -48,7 +48,7 @@ run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, a
 test: fmt-check vet test-tools build ## vet, format check and every test (fuzz seed corpora included)
 	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
-test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd and helm into bin/ (cached)
+test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd, helm and maestro into bin/ (cached)
 
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kubernetes/go.mod tools/kubernetes/go.sum
 	@mkdir -p $(BIN)
@@ -60,6 +60,13 @@ $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kubernetes/go.mod 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
 	@mkdir -p $(BIN)
 	cd tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+# One binary holds the Maestro server and agent (`maestro server`,
+# `maestro agent`) the Maestro transport's tests run against.
+$(BIN)/maestro: tools/maestro/go.mod tools/maestro/go.sum
+	@mkdir -p $(BIN)
+	@echo "building maestro (server and agent; cold: several minutes)"
+	cd tools/maestro && $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/openshift-online/maestro/cmd/maestro
 
 $(BIN)/helm:
 	@mkdir -p $(BIN)

@@ -88,7 +88,11 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 			}
 			transports[client] = t
 		case taskconfig.ClientMaestro:
-			return nil, fmt.Errorf("adapter %s (%s) uses the maestro transport, which workers cannot run yet; validate and dry-run it with 'hyperfleet adapter'", name, b.TaskFile)
+			t, err := maestroTransport(b, deps.Logger)
+			if err != nil {
+				return nil, fmt.Errorf("adapter %s: %w", name, err)
+			}
+			transports[client] = t
 		}
 	}
 	return executor.New(b, executor.Options{

@@ -83,18 +83,52 @@ type KubernetesClient struct {
 	Burst          int     `yaml:"burst"`
 }
 
-// MaestroClient configures the Maestro transport (a later issue wires it).
+// MaestroClient configures the Maestro transport: the gRPC source client
+// publishes ManifestWorks, the HTTP API reads them back. Every field can
+// also come from a HYPERFLEET_MAESTRO_* variable or a --maestro-* flag of
+// the worker (they win over the file).
 type MaestroClient struct {
-	GRPCServerAddress        string         `yaml:"grpc_server_address"`
-	HTTPServerAddress        string         `yaml:"http_server_address"`
-	SourceID                 string         `yaml:"source_id"`
-	ClientID                 string         `yaml:"client_id"`
-	Insecure                 bool           `yaml:"insecure"`
-	Timeout                  Duration       `yaml:"timeout"`
-	ServerHealthinessTimeout Duration       `yaml:"server_healthiness_timeout"`
-	RetryAttempts            int            `yaml:"retry_attempts"`
-	Auth                     map[string]any `yaml:"auth"`
-	Keepalive                map[string]any `yaml:"keepalive"`
+	GRPCServerAddress string `yaml:"grpc_server_address"`
+	HTTPServerAddress string `yaml:"http_server_address"`
+	// SourceID names this adapter's ManifestWorks in Maestro; it defaults
+	// to the adapter name and must differ between adapters.
+	SourceID string `yaml:"source_id"`
+	// ClientID is accepted for upstream's files; the source client
+	// identifies itself by SourceID.
+	ClientID string `yaml:"client_id"`
+	// Insecure allows plaintext gRPC and http:// (local use only).
+	Insecure                 bool              `yaml:"insecure"`
+	Timeout                  Duration          `yaml:"timeout"`
+	ServerHealthinessTimeout Duration          `yaml:"server_healthiness_timeout"`
+	RetryAttempts            int               `yaml:"retry_attempts"`
+	Auth                     *MaestroAuth      `yaml:"auth"`
+	Keepalive                *MaestroKeepalive `yaml:"keepalive"`
+}
+
+// MaestroAuth secures the connections to Maestro.
+type MaestroAuth struct {
+	// Type is "tls" (certificates), "token" (a bearer token over TLS) or
+	// "none"; accepted for upstream's files, the fields set decide.
+	Type      string      `yaml:"type"`
+	TLSConfig *MaestroTLS `yaml:"tls_config"`
+	// TokenFile holds a bearer token sent on every gRPC call (needs a CA).
+	TokenFile string `yaml:"token_file"`
+}
+
+// MaestroTLS points at PEM files.
+type MaestroTLS struct {
+	CAFile     string `yaml:"ca_file"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"`
+	// HTTPCAFile verifies the HTTP API when it uses another CA than gRPC.
+	HTTPCAFile string `yaml:"http_ca_file"`
+}
+
+// MaestroKeepalive pings an idle gRPC connection.
+type MaestroKeepalive struct {
+	Time    Duration `yaml:"time"`
+	Timeout Duration `yaml:"timeout"`
 }
 
 // TaskConfig is adapter-task-config.yaml: the four phases.

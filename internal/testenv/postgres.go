@@ -96,6 +96,7 @@ func Main(m *testing.M) int {
 
 // StopAll stops every server this process started.
 func StopAll() {
+	stopMaestro() // first: it uses PostgreSQL and the kube-apiserver
 	if pgServer != nil && pgServer.cmd != nil {
 		_ = pgServer.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
 		done := make(chan struct{})

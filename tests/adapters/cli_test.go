@@ -147,6 +147,15 @@ func TestWorkerRefusesBadInput(t *testing.T) {
 		}
 	}
 	empty := t.TempDir()
+	// cl-maestro's adapter config without its "insecure: true": the plain
+	// http:// API address is refused at load time.
+	plainMaestro := filepath.Join(t.TempDir(), "adapter-config.yaml")
+	if compat.Dir() != "" {
+		cfg := strings.Replace(readFile(t, e2eAdapters+"/cl-maestro/adapter-config.yaml"), "insecure: true", "", 1)
+		if err := os.WriteFile(plainMaestro, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -156,8 +165,8 @@ func TestWorkerRefusesBadInput(t *testing.T) {
 		{"unpaired files", []string{"--config", "a.yaml"}, []string{"1 --config but 0 --task-config"}},
 		{"directory without the files", []string{"--adapter-dir", empty}, []string{empty, "adapter-config.yaml"}},
 		{"invalid task config", []string{"--adapter-dir", broken}, []string{fmt.Sprintf("%s:%d", filepath.Join(broken, "adapter-task-config.yaml"), brokenLine), "source.expression", "CEL does not compile"}},
-		{"maestro adapter", []string{"--api-base-url", "http://localhost:8000", "--config", e2eAdapters + "/cl-maestro/adapter-config.yaml", "--task-config", e2eAdapters + "/cl-maestro/adapter-task-config.yaml"},
-			[]string{"maestro transport", "workers cannot run yet"}},
+		{"maestro over plain http without insecure", []string{"--api-base-url", "http://localhost:8000", "--config", plainMaestro, "--task-config", e2eAdapters + "/cl-maestro/adapter-task-config.yaml"},
+			[]string{plainMaestro, "clients.maestro.http_server_address", "is plain http", "insecure: true"}},
 	}
 	if compat.Dir() == "" && os.Getenv("CI") != "true" {
 		cases = cases[:len(cases)-1] // the maestro case uses an upstream adapter

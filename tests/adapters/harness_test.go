@@ -48,6 +48,8 @@ type world struct {
 	kube *testenv.Kube
 	cs   kubernetes.Interface
 	k8s  transport.Transport
+	// maestro, when set, gives an adapter its Maestro transport.
+	maestro func(*taskconfig.Bundle) transport.Transport
 	// now is the engine's clock: fixed per test so payloads compare exactly,
 	// and close to the real time so the API accepts observed_time.
 	now time.Time
@@ -94,8 +96,12 @@ func (w *world) adapterFiles(config, task string) *executor.Engine {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	transports := map[string]transport.Transport{taskconfig.ClientKubernetes: w.k8s}
+	if w.maestro != nil {
+		transports[taskconfig.ClientMaestro] = w.maestro(b)
+	}
 	eng, err := executor.New(b, executor.Options{
-		API: api, Transports: map[string]transport.Transport{taskconfig.ClientKubernetes: w.k8s},
+		API: api, Transports: transports,
 		Now: func() time.Time { return w.now }, LookupEnv: func(string) (string, bool) { return "", false },
 		Logger: zerolog.Nop(),
 	})

@@ -115,6 +115,12 @@ adapters:
     configMap: validation-adapter
     serviceAccount: {create: false, name: default}
     maxConcurrentActivities: 20
+    maestro:
+      grpcServerAddress: maestro-grpc.maestro:8090
+      httpServerAddress: https://maestro.maestro:8000
+      insecure: false
+      tlsSecret: maestro-client
+      clientCertificate: true
 `, indent(shippedFile(t, "landing-zone", "adapter-config.yaml"), "        "),
 		indent(shippedFile(t, "landing-zone", "adapter-task-config.yaml"), "        "))
 	manifest, err := render(t, values, ns)
@@ -159,6 +165,24 @@ adapters:
 	}
 	if v := fmt.Sprint(container(t, byName, "Deployment/hf-hyperfleet-adapter-validation")["args"]); !strings.Contains(v, "--max-concurrent-activities=20") {
 		t.Errorf("validation worker args = %s", v)
+	}
+	// Maestro settings become HYPERFLEET_MAESTRO_* with the TLS Secret mounted.
+	validation := container(t, byName, "Deployment/hf-hyperfleet-adapter-validation")
+	env = envOf(validation)
+	for k, v := range map[string]string{
+		"HYPERFLEET_MAESTRO_GRPC_SERVER_ADDRESS": "maestro-grpc.maestro:8090", "HYPERFLEET_MAESTRO_HTTP_SERVER_ADDRESS": "https://maestro.maestro:8000",
+		"HYPERFLEET_MAESTRO_INSECURE": "false", "HYPERFLEET_MAESTRO_CA_FILE": "/etc/hyperfleet/maestro/ca.crt",
+		"HYPERFLEET_MAESTRO_CERT_FILE": "/etc/hyperfleet/maestro/tls.crt", "HYPERFLEET_MAESTRO_KEY_FILE": "/etc/hyperfleet/maestro/tls.key",
+	} {
+		if env[k] != v {
+			t.Errorf("validation worker %s = %q, want %q", k, env[k], v)
+		}
+	}
+	if _, ok := envOf(lz)["HYPERFLEET_MAESTRO_GRPC_SERVER_ADDRESS"]; ok {
+		t.Error("landing-zone has Maestro settings it was not given")
+	}
+	if mounts := fmt.Sprint(validation["volumeMounts"]); !strings.Contains(mounts, "/etc/hyperfleet/maestro") {
+		t.Errorf("validation worker mounts = %s", mounts)
 	}
 	if v := fmt.Sprint(container(t, byName, "Deployment/hf-hyperfleet-reconciler")["args"]); !strings.Contains(v, "--reconciler") {
 		t.Errorf("reconciler args = %s", v)

@@ -1,0 +1,204 @@
+package maestro
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/openshift-online/maestro/pkg/api/openapi"
+	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
+	"github.com/rs/zerolog"
+	"k8s.io/klog/v2"
+	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
+	"open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
+
+	"github.com/hyperfleet/hyperfleet/internal/tlsfiles"
+)
+
+// Client is one adapter process's connection to Maestro, shared by every
+// concurrent activity. The gRPC source client keeps the consumer of its
+// last ManifestWorks(consumer) call as shared state, so calls are
+// serialised: each holds the lock for one REST read and at most one
+// publish, both bounded by Config.Timeout.
+//
+// The gRPC stream is opened on first use, not at start-up, so a worker
+// starts while Maestro is down; a publish that fails for want of a
+// connection drops the stream and the next call opens a fresh one instead
+// of waiting out the source client's own reconnect backoff (up to a minute).
+type Client struct {
+	cfg  Config
+	log  zerolog.Logger
+	api  *openapi.APIClient
+	grpc *tls.Config // nil: plaintext
+	tok  string
+	// klog is handed to the cloudevents library through the context: it
+	// logs every publish at info level, which here is debug chatter.
+	klog logr.Logger
+
+	root context.Context
+	stop context.CancelFunc
+
+	mu   sync.Mutex
+	conn *connection
+}
+
+// connection is one gRPC source client and what it started.
+type connection struct {
+	works  workv1client.WorkV1Interface
+	dialer *grpc.GRPCDialer
+	cancel context.CancelFunc
+}
+
+// New checks the configuration and reads its files; it does not connect.
+func New(cfg Config, log zerolog.Logger) (*Client, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, log: log.With().Str("component", "maestro").Str("source_id", cfg.SourceID).Logger()}
+	c.klog = funcr.New(func(prefix, args string) { c.log.Debug().Str("lib", prefix).Msg(args) }, funcr.Options{})
+	httpTransport := http.DefaultTransport.(*http.Transport).Clone()
+	if strings.HasPrefix(cfg.HTTPAddress, "https://") {
+		tc, err := tlsfiles.ClientConfig(tlsfiles.Files{CA: cfg.HTTPCAFile, Cert: cfg.CertFile, Key: cfg.KeyFile, InsecureSkipVerify: cfg.Insecure})
+		if err != nil {
+			return nil, fmt.Errorf("clients.maestro TLS for %s: %w", cfg.HTTPAddress, err)
+		}
+		httpTransport.TLSClientConfig = tc
+	}
+	apiCfg := openapi.NewConfiguration()
+	apiCfg.UserAgent = "hyperfleet/" + cfg.SourceID
+	apiCfg.Servers = openapi.ServerConfigurations{{URL: strings.TrimSuffix(cfg.HTTPAddress, "/")}}
+	apiCfg.HTTPClient = &http.Client{Transport: httpTransport, Timeout: cfg.Timeout}
+	c.api = openapi.NewAPIClient(apiCfg)
+	if !cfg.Insecure {
+		tc, err := tlsfiles.ClientConfig(tlsfiles.Files{CA: cfg.CAFile, Cert: cfg.CertFile, Key: cfg.KeyFile, ServerName: cfg.ServerName})
+		if err != nil {
+			return nil, fmt.Errorf("clients.maestro TLS for %s: %w", cfg.GRPCAddress, err)
+		}
+		c.grpc = tc
+		if cfg.TokenFile != "" {
+			b, err := os.ReadFile(cfg.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("clients.maestro.auth.token_file: %w", err)
+			}
+			if c.tok = strings.TrimSpace(string(b)); c.tok == "" {
+				return nil, fmt.Errorf("clients.maestro.auth.token_file %s is empty", cfg.TokenFile)
+			}
+		}
+	}
+	c.root, c.stop = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Config is the client's effective configuration.
+func (c *Client) Config() Config { return c.cfg }
+
+// Close drops the gRPC stream and stops its goroutines.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked()
+	c.stop()
+}
+
+// works runs fn on the consumer's ManifestWork interface under the lock.
+// publishes says whether fn sends over gRPC: when it fails for a reason
+// other than Maestro refusing the request, the stream is dropped so the
+// next call reconnects.
+func (c *Client) works(ctx context.Context, consumer string, publishes bool, fn func(ctx context.Context, w workv1client.ManifestWorkInterface) error) error {
+	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, c.klog), c.cfg.Timeout)
+	defer cancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.root.Err() != nil {
+		return errors.New("the Maestro client is closed")
+	}
+	if c.conn == nil {
+		conn, err := c.connect()
+		if err != nil {
+			return fmt.Errorf("connect to the Maestro gRPC server %s: %w", c.cfg.GRPCAddress, err)
+		}
+		c.conn = conn
+	}
+	err := fn(ctx, c.conn.works.ManifestWorks(consumer))
+	if err != nil && publishes && !refused(err) {
+		c.log.Warn().Err(err).Str("consumer", consumer).Msg("publish failed: reconnecting on the next call")
+		c.dropLocked()
+	}
+	return err
+}
+
+func (c *Client) connect() (*connection, error) {
+	ctx, cancel := context.WithCancel(klog.NewContext(c.root, c.klog))
+	dialer := &grpc.GRPCDialer{URL: c.cfg.GRPCAddress, TLSConfig: c.grpc, Token: c.tok}
+	if c.cfg.KeepaliveTime > 0 {
+		dialer.KeepAliveOptions = grpc.KeepAliveOptions{Enable: true, Time: c.cfg.KeepaliveTime, Timeout: c.cfg.KeepaliveTimeout}
+	}
+	healthiness := c.cfg.ServerHealthinessTimeout
+	works, err := grpcsource.NewMaestroGRPCSourceWorkClient(ctx, ocmLogger{c.log}, c.api,
+		&grpc.GRPCOptions{Dialer: dialer, ServerHealthinessTimeout: &healthiness}, c.cfg.SourceID)
+	if err != nil {
+		cancel()
+		_ = dialer.Close()
+		return nil, err
+	}
+	c.log.Info().Str("grpc", c.cfg.GRPCAddress).Str("http", c.cfg.HTTPAddress).Msg("connected to Maestro")
+	return &connection{works: works, dialer: dialer, cancel: cancel}, nil
+}
+
+func (c *Client) dropLocked() {
+	if c.conn == nil {
+		return
+	}
+	c.conn.cancel()
+	_ = c.conn.dialer.Close()
+	c.conn = nil
+}
+
+// ocmLogger hands the source client's log lines to zerolog. Fatal never
+// exits: a library must not end the worker.
+type ocmLogger struct{ log zerolog.Logger }
+
+func (l ocmLogger) DebugEnabled() bool { return l.log.GetLevel() <= zerolog.DebugLevel }
+func (l ocmLogger) InfoEnabled() bool  { return l.log.GetLevel() <= zerolog.InfoLevel }
+func (l ocmLogger) WarnEnabled() bool  { return l.log.GetLevel() <= zerolog.WarnLevel }
+func (l ocmLogger) ErrorEnabled() bool { return l.log.GetLevel() <= zerolog.ErrorLevel }
+func (l ocmLogger) Debug(_ context.Context, f string, a ...any) {
+	l.log.Debug().Msgf(f, a...)
+}
+func (l ocmLogger) Info(_ context.Context, f string, a ...any) {
+	l.log.Debug().Msgf(f, a...) // the source client's info lines are per-request chatter
+}
+func (l ocmLogger) Warn(_ context.Context, f string, a ...any)  { l.log.Warn().Msgf(f, a...) }
+func (l ocmLogger) Error(_ context.Context, f string, a ...any) { l.log.Error().Msgf(f, a...) }
+func (l ocmLogger) Fatal(_ context.Context, f string, a ...any) { l.log.Error().Msgf(f, a...) }
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]*Client{}
+)
+
+// Shared returns the process's client for these settings, made on first
+// use: adapters of one worker with the same clients.maestro settings share
+// one gRPC stream. Shared clients live as long as the process.
+func Shared(cfg Config, log zerolog.Logger) (*Client, error) {
+	key := cfg.WithDefaults().key()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if c, ok := shared[key]; ok {
+		return c, nil
+	}
+	c, err := New(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	shared[key] = c
+	return c, nil
+}

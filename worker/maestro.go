@@ -1,0 +1,29 @@
+package worker
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
+)
+
+// maestroTransport wires an adapter's Maestro resources: its
+// clients.maestro block with the HYPERFLEET_MAESTRO_* variables over it.
+// Nothing connects here (the gRPC stream opens on first use), so a worker
+// starts while Maestro is down and its activities report that as a status.
+func maestroTransport(b *taskconfig.Bundle, log zerolog.Logger) (transport.Transport, error) {
+	over, err := maestrotransport.OverridesFromEnv(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	cfg := over.Apply(maestrotransport.FromTaskConfig(b.Adapter.Clients.Maestro, b.Adapter.Adapter.Name))
+	c, err := maestrotransport.Shared(cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s applies resources through Maestro:\n%w", b.AdapterFile, err)
+	}
+	return maestrotransport.NewTransport(c), nil
+}
