@@ -111,12 +111,18 @@ func (c *Client) Close() {
 // works runs fn on the consumer's ManifestWork interface under the lock.
 // publishes says whether fn sends over gRPC: when it fails for a reason
 // other than Maestro refusing the request, the stream is dropped so the
-// next call reconnects.
+// next call reconnects. The timeout bounds the call itself, not the wait
+// for the lock: concurrent rounds queue here, and a queued call must not
+// fail as "unreachable" because others went first (the caller's context
+// still bounds the whole).
 func (c *Client) works(ctx context.Context, consumer string, publishes bool, fn func(ctx context.Context, w workv1client.ManifestWorkInterface) error) error {
-	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, c.klog), c.cfg.Timeout)
-	defer cancel()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, c.klog), c.cfg.Timeout)
+	defer cancel()
 	if c.root.Err() != nil {
 		return errors.New("the Maestro client is closed")
 	}
