@@ -16,6 +16,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -94,20 +95,52 @@ func (s *Server) handle(fn func(c *gin.Context) error) gin.HandlerFunc {
 // (5xx) with their internal cause at error level, client errors at debug.
 func (s *Server) fail(c *gin.Context, err error) {
 	p := problem.From(err)
+	if p.Status == http.StatusInternalServerError {
+		if dp := databaseProblem(errors.Unwrap(p)); dp != nil {
+			p = dp
+		}
+	}
 	out := *p
 	out.Instance = c.Request.URL.Path
 	out.Timestamp = time.Now().UTC()
 	log := s.requestLog(c)
-	if p.Status >= 500 {
+	switch {
+	case p.Code == problem.CodeUnavailable || p.Code == problem.CodeStorageFull:
+		// An outage answers every request this way: the readiness probe
+		// and the database's own logs carry it, one warning per request
+		// is enough here.
+		log.Warn().Err(errors.Unwrap(p)).Str("code", string(p.Code)).Msg(p.Detail)
+	case p.Status >= 500:
 		log.Error().Err(errors.Unwrap(p)).Str("code", string(p.Code)).Msg(p.Detail)
-	} else {
+	default:
 		log.Debug().Str("code", string(p.Code)).Int("status", p.Status).Msg(p.Detail)
+	}
+	if p.Status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", "5")
 	}
 	if p.Status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="hyperfleet", error="invalid_token"`)
 	}
 	c.Header("Content-Type", problem.ContentType)
 	c.AbortWithStatusJSON(p.Status, &out)
+}
+
+// databaseProblem turns a fault of the database itself (down, restarting,
+// out of space) into a 503 or 507 the client can act on; anything else
+// stays an internal error.
+func databaseProblem(err error) *problem.Problem {
+	if err == nil {
+		return nil
+	}
+	switch store.Classify(err) {
+	case store.FaultUnavailable:
+		return problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable,
+			"The database is unavailable, so the request could not be completed; retry shortly (see Retry-After)").WithCause(err)
+	case store.FaultStorageFull:
+		return problem.New(http.StatusInsufficientStorage, problem.CodeStorageFull,
+			"The database has no space left, so the write was not applied; an operator must free space on the database volume, then retry").WithCause(err)
+	}
+	return nil
 }
 
 func (s *Server) requestID(c *gin.Context) {

@@ -45,6 +45,7 @@ const (
 	CodeInternal         Code = "HYPERFLEET-INT-001" // unexpected server fault
 	CodeUnavailable      Code = "HYPERFLEET-SVC-001" // a dependency (database) is unavailable or the server is shutting down
 	CodeRequestTimeout   Code = "HYPERFLEET-SVC-002" // the request did not finish in time
+	CodeStorageFull      Code = "HYPERFLEET-SVC-003" // the database has no space left for the write
 )
 
 // FieldError names one invalid input: where it is, what was sent, which rule

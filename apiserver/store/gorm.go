@@ -679,8 +679,13 @@ func (l *queryLogger) Trace(ctx context.Context, begin time.Time, fc func() (str
 	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound) && !errors.Is(err, context.Canceled):
 		sql, rows := statement()
 		ev := l.log.Error()
-		if isUniqueViolation(err) {
+		switch {
+		case isUniqueViolation(err):
 			ev = l.log.Debug()
+		case Classify(err) != FaultNone:
+			// The database is down or full: the API answers 503/507 and
+			// logs the request; this line only adds the statement.
+			ev = l.log.Warn()
 		}
 		ev.Err(err).Dur("elapsed", elapsed).Int64("rows", rows).Str("sql", sql).Msg("query failed")
 	case l.slow > 0 && elapsed > l.slow:

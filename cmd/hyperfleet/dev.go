@@ -276,7 +276,7 @@ HyperFleet is running.
   Adapters     clusters: %v, node pools: %v
 
 Try:
-  curl -s -X POST %s/api/hyperfleet/v1/clusters -d '{"kind":"Cluster","name":"demo","spec":{}}'
+  curl -s -X POST %s/api/hyperfleet/v1/clusters -H 'Content-Type: application/json' -d '{"kind":"Cluster","name":"demo","spec":{"platform":{"type":"aws"},"nodes":3}}'
   curl -s %s/api/hyperfleet/v1/clusters | jq '.items[] | {id, generation, ready: (.status.conditions[] | select(.type=="Ready") | .status)}'
 
 Press Ctrl-C to stop.

@@ -43,7 +43,12 @@ var (
 type postgresServer struct {
 	adminURL string // connection string with the database name as %s
 	cmd      *exec.Cmd
+	exited   chan struct{}
 	dir      string
+	bin      string
+	port     int
+	cred     *syscall.Credential
+	durable  bool // acknowledged commits survive a crash of the server
 }
 
 // PostgresDB returns the URL of a fresh, empty database. The server is
@@ -98,14 +103,7 @@ func Main(m *testing.M) int {
 func StopAll() {
 	stopMaestro() // first: it uses PostgreSQL and the kube-apiserver
 	if pgServer != nil && pgServer.cmd != nil {
-		_ = pgServer.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
-		done := make(chan struct{})
-		go func() { _ = pgServer.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = pgServer.cmd.Process.Kill()
-		}
+		pgServer.stop(syscall.SIGINT) // fast shutdown
 		_ = os.RemoveAll(pgServer.dir)
 	}
 	stopKube()
@@ -116,6 +114,12 @@ func startPostgres() (*postgresServer, error) {
 	if u := os.Getenv(DatabaseURLEnv); u != "" {
 		return &postgresServer{adminURL: withDatabasePlaceholder(u)}, nil
 	}
+	return newPostgresCluster(false)
+}
+
+// newPostgresCluster initialises a throwaway cluster in a temp directory
+// and starts it on a free loopback port.
+func newPostgresCluster(durable bool) (*postgresServer, error) {
 	bin, err := postgresBinDir()
 	if err != nil {
 		return nil, err
@@ -138,22 +142,42 @@ func startPostgres() (*postgresServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "postgres.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=128MB")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start postgres: %w", err)
-	}
 	s := &postgresServer{
 		adminURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%%s?sslmode=disable", port),
-		cmd:      cmd, dir: dir,
+		dir:      dir, bin: bin, port: port, cred: cred, durable: durable,
 	}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start runs the postmaster on the cluster's data directory and port and
+// waits until it accepts connections.
+func (s *postgresServer) start() error {
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	// The shared server trades durability for speed; a private one is
+	// crashed on purpose, so a commit must reach the WAL (the OS keeps it:
+	// fsync stays off) before it is acknowledged.
+	syncCommit := "synchronous_commit=off"
+	if s.durable {
+		syncCommit = "synchronous_commit=on"
+	}
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port), "-k", s.dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", syncCommit,
+		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=128MB")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	s.cmd = cmd
+	s.exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(s.exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		db, _ := sql.Open("pgx", fmt.Sprintf(s.adminURL, "postgres"))
@@ -162,14 +186,68 @@ func startPostgres() (*postgresServer, error) {
 		cancel()
 		db.Close()
 		if err == nil {
-			return s, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-			return nil, fmt.Errorf("postgres did not accept connections within 30s: %v\n%s", err, log)
+			log, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+			return fmt.Errorf("postgres did not accept connections within 30s: %v\n%s", err, log)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop shuts the postmaster down with sig (SIGINT: fast, SIGQUIT:
+// immediate, as a crash would) and waits for it to exit.
+func (s *postgresServer) stop(sig syscall.Signal) {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// PostgresServer is a throwaway PostgreSQL cluster of one test's own, which
+// the test may stop and start again (fault tests); other tests share one.
+type PostgresServer struct {
+	t testing.TB
+	s *postgresServer
+}
+
+// StartPostgres starts a private PostgreSQL cluster, removed when the test
+// ends. HYPERFLEET_TEST_DATABASE_URL does not apply: the test controls
+// this server's process.
+func StartPostgres(t testing.TB) *PostgresServer {
+	t.Helper()
+	s, err := newPostgresCluster(true)
+	if err != nil {
+		t.Fatalf("PostgreSQL is needed for this test: %v", err)
+	}
+	t.Cleanup(func() {
+		s.stop(syscall.SIGINT)
+		_ = os.RemoveAll(s.dir)
+	})
+	return &PostgresServer{t: t, s: s}
+}
+
+// URL is the connection string of the server's "postgres" database.
+func (p *PostgresServer) URL() string { return fmt.Sprintf(p.s.adminURL, "postgres") }
+
+// Crash stops the server the way a crash does (immediate shutdown: no
+// checkpoint, open connections cut); Start recovers from the WAL.
+func (p *PostgresServer) Crash() { p.s.stop(syscall.SIGQUIT) }
+
+// Start starts the server again on the same port and data.
+func (p *PostgresServer) Start() {
+	p.t.Helper()
+	if err := p.s.start(); err != nil {
+		p.t.Fatal(err)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +82,9 @@ func TestDevRunsTheWholeSystem(t *testing.T) {
 		t.Error("without a cluster, the log does not say how to enable the Kubernetes adapters")
 	}
 
+	// The banner's example, sent as printed, goes Ready.
+	d.runBannerExample()
+
 	// An invalid spec: the validation adapter says why.
 	code, c := d.send(http.MethodPost, "/clusters", `{"kind":"Cluster","name":"dev-demo","spec":{"platform":{"type":"aws"},"nodes":0}}`)
 	if code != http.StatusCreated {
@@ -144,4 +149,45 @@ func TestDevRunsTheWholeSystem(t *testing.T) {
 		return err != nil, fmt.Sprintf("namespace still there (phase %s)", ns.Status.Phase)
 	}, nil)
 	d.interrupt()
+}
+
+// post sends a body and returns the raw response, for tests that look at
+// error documents.
+func (d *devProcess) post(path, body string) (*http.Response, string) {
+	d.t.Helper()
+	resp, err := http.Post(d.api+hf.BasePath+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, string(raw)
+}
+
+// runBannerExample finds the create command the start-up banner suggests,
+// sends exactly its URL and body, and waits for that cluster to be Ready.
+func (d *devProcess) runBannerExample() {
+	d.t.Helper()
+	var line string
+	for _, l := range strings.Split(d.log.String(), "\n") {
+		if strings.Contains(l, "curl -s -X POST") {
+			line = l
+			break
+		}
+	}
+	m := regexp.MustCompile(`-X POST (\S+) .*-d '([^']*)'`).FindStringSubmatch(line)
+	if m == nil {
+		d.t.Fatalf("the banner has no create example with a URL and a body: %q", line)
+	}
+	resp, err := http.Post(m[1], "application/json", strings.NewReader(m[2]))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var c hf.Resource
+	_ = json.NewDecoder(resp.Body).Decode(&c)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		d.t.Fatalf("the banner's example: HTTP %d", resp.StatusCode)
+	}
+	d.waitCondition(c.ID, hf.ConditionReady, hf.StatusTrue, 1)
 }

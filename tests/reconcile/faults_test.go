@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,9 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
-	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
@@ -121,15 +121,7 @@ func TestWorkerKilledMidRound(t *testing.T) {
 
 	// The reconciler runs in this process; the adapters in a worker process
 	// the test kills.
-	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := worker.Start(worker.Config{Client: s.tc, Reconciler: true, API: api})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(host.Stop)
+	s.startReconciler()
 
 	// The gated adapter's precondition blocks on this server until released.
 	var hits atomic.Int32
@@ -295,4 +287,76 @@ func (s *system) readyz() (int, string) {
 	var b strings.Builder
 	_, _ = io.Copy(&b, resp.Body)
 	return resp.StatusCode, b.String()
+}
+
+// The embedded stack (`hyperfleet dev`) on a disk that fills up: writes
+// are refused with 507 (or 503) and a message that says the database is
+// out of space, never a 500; reads keep working; once space returns the
+// same process accepts writes again and reconciles them, Temporal included.
+func TestDiskFullOnEmbeddedStack(t *testing.T) {
+	state := testenv.Tmpfs(t, 96<<20)
+	ports := [3]int{testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)}
+	d := startDev(t, state, ports, "")
+	spec := `{"platform":{"type":"aws"},"nodes":3,"padding":"` + strings.Repeat("x", 32<<10) + `"}`
+	code, before := d.send(http.MethodPost, "/clusters", `{"kind":"Cluster","name":"before-full","spec":`+spec+`}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create before the disk is full: HTTP %d", code)
+	}
+	d.waitCondition(before.ID, hf.ConditionReady, hf.StatusTrue, 1)
+
+	filler := testenv.Fill(t, state)
+	// SQLite may still have room in pages it already holds: write until
+	// the disk is what stops it.
+	var refused *http.Response
+	var refusedBody string
+	var accepted []string
+	for i := 0; i < 200 && refused == nil; i++ {
+		resp, body := d.post("/clusters", `{"kind":"Cluster","name":"while-full-`+fmt.Sprint(i)+`","spec":`+spec+`}`)
+		switch resp.StatusCode {
+		case http.StatusCreated:
+			var c hf.Resource
+			_ = json.Unmarshal([]byte(body), &c)
+			accepted = append(accepted, c.ID)
+		case http.StatusInsufficientStorage, http.StatusServiceUnavailable:
+			refused, refusedBody = resp, body
+		default:
+			t.Fatalf("create on a full disk: HTTP %d %s, want 201 until the disk stops it, then 507 or 503", resp.StatusCode, body)
+		}
+	}
+	if refused == nil {
+		t.Fatal("200 creations of 32 KiB specs succeeded on a full disk")
+	}
+	if ct := refused.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") ||
+		!strings.Contains(refusedBody, "HYPERFLEET-SVC-00") || !strings.Contains(refusedBody, "database") {
+		t.Errorf("refusal on a full disk = %d %s %s, want problem+json naming the database", refused.StatusCode, ct, refusedBody)
+	}
+	t.Logf("full disk: %d creations accepted before HTTP %d: %s", len(accepted), refused.StatusCode, refusedBody)
+	if code, got := d.cluster(before.ID); code != http.StatusOK || got.ID != before.ID {
+		t.Errorf("GET on a full disk: HTTP %d", code)
+	}
+	d.failIfExited()
+
+	// Space returns: the same process recovers.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	var after hf.Resource
+	eventually(t, 30*time.Second, func() (bool, string) {
+		resp, body := d.post("/clusters", `{"kind":"Cluster","name":"after-full","spec":{"platform":{"type":"aws"},"nodes":3}}`)
+		if resp.StatusCode == http.StatusCreated {
+			_ = json.Unmarshal([]byte(body), &after)
+		}
+		return resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusConflict, fmt.Sprintf("create after space returned: HTTP %d %s", resp.StatusCode, body)
+	}, nil)
+	if after.ID == "" {
+		t.Fatal("the create after space returned answered 409 without a 201 first")
+	}
+	for _, id := range append(accepted, after.ID) {
+		d.waitCondition(id, hf.ConditionReady, hf.StatusTrue, 1)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		code, body := httpGet(d.api + "/readyz")
+		return code == http.StatusOK, fmt.Sprintf("/readyz %d %s", code, body)
+	}, nil)
+	d.interrupt()
 }

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
@@ -150,6 +151,21 @@ func newSystem(t *testing.T, opts options) *system {
 	})
 	s.stack, s.url = st, st.URL
 	return s
+}
+
+// startReconciler hosts the reconcile workflow in this process, for tests
+// that run the adapters in worker processes of their own (noWorkers).
+func (s *system) startReconciler() {
+	s.t.Helper()
+	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.url})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	host, err := worker.Start(worker.Config{Client: s.tc, Reconciler: true, API: api})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(host.Stop)
 }
 
 // startTemporal starts (or restarts) the system's Temporal server.

@@ -1,14 +1,19 @@
 package reconcile
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
 // The production topology as separate processes, configured the way an
@@ -74,4 +79,104 @@ func TestSeparateProcesses(t *testing.T) {
 		return code == http.StatusNotFound, fmt.Sprintf("GET answered %d", code)
 	}, nil)
 	serve.interrupt()
+}
+
+// `hyperfleet serve` killed (kill -9) right after answering 201, first
+// while Temporal is down (the hand-off cannot have happened), then while it
+// is up (racing the relay's hand-off). The commit carried the outbox row,
+// so the next start delivers every creation, and a hand-off that did
+// happen before the kill is not repeated as a second round: each cluster
+// has one workflow run and its adapter ran once at generation 1.
+func TestAPIKilledAfterCommit(t *testing.T) {
+	temporalPort, apiPort := testenv.FreePort(t), testenv.FreePort(t)
+	temporalAddr := fmt.Sprintf("127.0.0.1:%d", temporalPort)
+	api := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
+	dbURL := testenv.PostgresDB(t)
+	serve := func(n int) *devProcess {
+		p := startProcess(t, fmt.Sprintf("hyperfleet serve (%d)", n), []string{"serve"},
+			"HYPERFLEET_LISTEN="+fmt.Sprintf("127.0.0.1:%d", apiPort),
+			"HYPERFLEET_DB_DRIVER=postgres", "HYPERFLEET_DB_URL="+dbURL,
+			"HYPERFLEET_CLUSTER_ADAPTERS=validation", "HYPERFLEET_NODEPOOL_ADAPTERS=nodepool-validation",
+			"HYPERFLEET_TEMPORAL_ADDRESS="+temporalAddr, "HYPERFLEET_LOG_FORMAT=json")
+		eventually(t, 90*time.Second, func() (bool, string) {
+			p.failIfExited()
+			code, body := httpGet(api + "/readyz?exclude=workflow-engine")
+			return code == http.StatusOK, fmt.Sprintf("/readyz answered %d %s", code, body)
+		}, nil)
+		return &devProcess{process: p, api: api}
+	}
+	kill := func(p *devProcess) {
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+	}
+	var ids []string
+	create := func(d *devProcess, name string) {
+		code, c := d.send(http.MethodPost, "/clusters", `{"kind":"Cluster","name":"`+name+`","spec":{"nodes":3}}`)
+		if code != http.StatusCreated {
+			t.Fatalf("create %s: HTTP %d", name, code)
+		}
+		ids = append(ids, c.ID)
+	}
+
+	// 1. Temporal is down: the rows stay in the outbox when the API dies.
+	first := serve(1)
+	for i := 0; i < 3; i++ {
+		create(first, fmt.Sprintf("killed-before-handoff-%d", i))
+	}
+	kill(first)
+
+	// 2. Temporal is up with a worker: the kill races the hand-off.
+	startProcess(t, "hyperfleet temporal", []string{"temporal", "--memory", "--port", fmt.Sprint(temporalPort), "--ui-port", "0", "--log-format", "json"})
+	startProcess(t, "hyperfleet worker", []string{"worker", "--temporal-address", temporalAddr, "--reconciler",
+		"--api-base-url", api, "--adapter-dir", shipped("validation"), "--metrics-listen", "", "--log-format", "json"})
+	second := serve(2)
+	for i := 0; i < 3; i++ {
+		create(second, fmt.Sprintf("killed-during-handoff-%d", i))
+	}
+	kill(second)
+
+	// 3. The next start delivers what is left.
+	third := serve(3)
+	for _, id := range ids {
+		third.waitCondition(id, hf.ConditionReady, hf.StatusTrue, 1)
+	}
+	tc, err := client.Dial(client.Options{HostPort: temporalAddr, Namespace: "default", Logger: quietSDK{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	s := &system{t: t, tc: tc}
+	for _, id := range ids {
+		runs, err := s.findWorkflows(fmt.Sprintf("WorkflowId = '%s'", reconcile.WorkflowID(hf.KindCluster, id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 1 {
+			t.Errorf("cluster %s has %d workflow runs, want 1", id, len(runs))
+		}
+		runsAtOne := 0
+		for _, c := range activityCalls(t, s.history(hf.KindCluster, id)) {
+			if c.Activity == reconcile.ActivityRun && c.Generation == 1 {
+				runsAtOne++
+			}
+		}
+		if runsAtOne != 1 {
+			t.Errorf("cluster %s: validation ran %d times at generation 1, want once", id, runsAtOne)
+		}
+	}
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	eventually(t, 30*time.Second, func() (bool, string) {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM outbox").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0, fmt.Sprintf("%d outbox rows not delivered", n)
+	}, nil)
+	third.interrupt()
 }
