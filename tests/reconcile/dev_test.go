@@ -169,12 +169,16 @@ func (d *devProcess) post(path, body string) (*http.Response, string) {
 func (d *devProcess) runBannerExample() {
 	d.t.Helper()
 	var line string
-	for _, l := range strings.Split(d.log.String(), "\n") {
-		if strings.Contains(l, "curl -s -X POST") {
-			line = l
-			break
+	// The banner follows /readyz by a moment.
+	eventually(d.t, 30*time.Second, func() (bool, string) {
+		for _, l := range strings.Split(d.log.String(), "\n") {
+			if strings.Contains(l, "curl -s -X POST") {
+				line = l
+				return true, ""
+			}
 		}
-	}
+		return false, "the start-up banner has no create example"
+	}, nil)
 	m := regexp.MustCompile(`-X POST (\S+) .*-d '([^']*)'`).FindStringSubmatch(line)
 	if m == nil {
 		d.t.Fatalf("the banner has no create example with a URL and a body: %q", line)
