@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -13,6 +15,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/metrics"
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/specschema"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -83,6 +86,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		return nil, fmt.Errorf("apply registered adapters: %w", err)
 	}
 	m := metrics.New(st.SQLDB())
+	m.WatchFleet(fleetReader(st, opts.Registered))
 	srv, err := New(opts.Server, svc, st, authn, m, opts.Logger)
 	if err != nil {
 		st.Close()
@@ -120,4 +124,36 @@ func ParseAdapterList(value string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// fleetReader reads the fleet gauges: the outbox backlog, and per kind the
+// resources not Reconciled (the same query as a search for
+// status.conditions.Ready != 'True').
+func fleetReader(st store.Store, registered map[string][]string) func(context.Context) (metrics.Fleet, error) {
+	kinds := make([]string, 0, len(registered))
+	for k := range registered {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return func(ctx context.Context) (metrics.Fleet, error) {
+		var f metrics.Fleet
+		var err error
+		if f.OutboxPending, f.OutboxOldest, err = st.OutboxBacklog(ctx); err != nil {
+			return f, err
+		}
+		where, err := search.Translate("status.conditions.Ready != 'True'", st.Dialect(), search.Options{Table: "resources"})
+		if err != nil {
+			return f, err
+		}
+		f.NotReconciled = map[string]int64{}
+		for _, k := range kinds {
+			// An offset past any total makes the list a count.
+			_, n, err := st.ListResources(ctx, store.ListQuery{Kind: k, Where: where, Offset: math.MaxInt32})
+			if err != nil {
+				return f, err
+			}
+			f.NotReconciled[k] = n
+		}
+		return f, nil
+	}
 }

@@ -3,9 +3,11 @@
 package metrics
 
 import (
+	"context"
 	"database/sql"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -73,4 +75,82 @@ func (m *Metrics) StatusReport(kind, adapter, outcome string) {
 // Handler serves /metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// Fleet is the state of the fleet the API reports on each scrape.
+type Fleet struct {
+	// OutboxPending counts changes committed but not yet handed to Temporal.
+	OutboxPending int64
+	// OutboxOldest is the commit time of the oldest of them (zero: none).
+	OutboxOldest time.Time
+	// NotReconciled counts, per kind, the resources whose Ready condition
+	// is not True (deleting ones included).
+	NotReconciled map[string]int64
+}
+
+// fleetCacheFor is how long one reading serves scrapes: several Prometheus
+// replicas scraping every few seconds must not each cost a count query.
+const fleetCacheFor = 10 * time.Second
+
+// WatchFleet exports the fleet gauges, reading them with read at most once
+// per fleetCacheFor. A failed read exports nothing (and counts the error)
+// rather than stale values.
+func (m *Metrics) WatchFleet(read func(context.Context) (Fleet, error)) {
+	m.Registry.MustRegister(&fleetCollector{read: read,
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "hyperfleet_fleet_read_errors_total",
+			Help: "Failed reads of the fleet gauges (outbox and not-Reconciled counts)."})})
+}
+
+var (
+	outboxPendingDesc = prometheus.NewDesc("hyperfleet_outbox_pending",
+		"Changes committed but not yet handed to Temporal (outbox rows).", nil, nil)
+	outboxOldestDesc = prometheus.NewDesc("hyperfleet_outbox_oldest_seconds",
+		"Age of the oldest change not yet handed to Temporal: the relay's lag (0 when the outbox is empty).", nil, nil)
+	notReconciledDesc = prometheus.NewDesc("hyperfleet_resources_not_reconciled",
+		"Resources whose Ready condition is not True, by kind.", []string{"kind"}, nil)
+)
+
+type fleetCollector struct {
+	read   func(context.Context) (Fleet, error)
+	errors prometheus.Counter
+
+	mu   sync.Mutex
+	at   time.Time
+	last Fleet
+	ok   bool
+}
+
+func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- outboxPendingDesc
+	ch <- outboxOldestDesc
+	ch <- notReconciledDesc
+	c.errors.Describe(ch)
+}
+
+func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	if time.Since(c.at) > fleetCacheFor || !c.ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		f, err := c.read(ctx)
+		cancel()
+		c.at, c.last, c.ok = time.Now(), f, err == nil
+		if err != nil {
+			c.errors.Inc()
+		}
+	}
+	f, ok := c.last, c.ok
+	c.mu.Unlock()
+	c.errors.Collect(ch)
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(outboxPendingDesc, prometheus.GaugeValue, float64(f.OutboxPending))
+	age := 0.0
+	if !f.OutboxOldest.IsZero() {
+		age = max(time.Since(f.OutboxOldest).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(outboxOldestDesc, prometheus.GaugeValue, age)
+	for kind, n := range f.NotReconciled {
+		ch <- prometheus.MustNewConstMetric(notReconciledDesc, prometheus.GaugeValue, float64(n), kind)
+	}
 }

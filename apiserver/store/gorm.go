@@ -456,6 +456,22 @@ func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	})
 }
 
+func (s *gormStore) OutboxBacklog(ctx context.Context) (int64, time.Time, error) {
+	var n int64
+	db := s.db.WithContext(ctx).Model(&outboxRow{})
+	if err := db.Count(&n).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("count outbox: %w", err)
+	}
+	if n == 0 {
+		return 0, time.Time{}, nil
+	}
+	var first outboxRow
+	if err := s.db.WithContext(ctx).Order("id").Limit(1).Find(&first).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("read oldest outbox entry: %w", err)
+	}
+	return n, first.CreatedTime.UTC(), nil
+}
+
 func (s *gormStore) PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, error) {
 	var rows []outboxRow
 	if err := s.db.WithContext(ctx).Order("id").Limit(limit).Find(&rows).Error; err != nil {

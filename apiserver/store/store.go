@@ -58,6 +58,9 @@ type Store interface {
 	PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, error)
 	// AckOutbox removes delivered entries.
 	AckOutbox(ctx context.Context, ids ...int64) error
+	// OutboxBacklog counts undelivered entries and returns when the oldest
+	// was written (zero when there is none), for the relay-lag metrics.
+	OutboxBacklog(ctx context.Context) (pending int64, oldest time.Time, err error)
 
 	GetSetting(ctx context.Context, key string) (string, bool, error)
 	PutSetting(ctx context.Context, key, value string) error

@@ -279,6 +279,9 @@ Try:
   curl -s -X POST %s/api/hyperfleet/v1/clusters -H 'Content-Type: application/json' -d '{"kind":"Cluster","name":"demo","spec":{"platform":{"type":"aws"},"nodes":3}}'
   curl -s %s/api/hyperfleet/v1/clusters | jq '.items[] | {id, generation, ready: (.status.conditions[] | select(.type=="Ready") | .status)}'
 
+Dashboard: deploy/helm/hyperfleet/dashboards/hyperfleet.json
+  (import it in Grafana; docs/operator-guide.md, "Dashboard").
+
 Press Ctrl-C to stop.
 `, api, api, ui, temporal, state, registered[resource.KindCluster], registered[resource.KindNodePool], api, api)
 }

@@ -21,6 +21,7 @@ import (
 	adaptermetrics "github.com/hyperfleet/hyperfleet/adapter/metrics"
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
+	"github.com/hyperfleet/hyperfleet/internal/temporalmetrics"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/worker/wake"
@@ -112,7 +113,9 @@ func runWorker(ctx context.Context, f *workerFlags, log zerolog.Logger) error {
 		}
 	}
 
-	tc, err := temporalclient.Dial(f.temporal.cfg, log.With().Str("component", "temporal").Logger())
+	tcfg := f.temporal.cfg
+	tcfg.Metrics = temporalmetrics.New(registry)
+	tc, err := temporalclient.Dial(tcfg, log.With().Str("component", "temporal").Logger())
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,9 @@ type Config struct {
 	TLS TLS
 	// APIKey authenticates to Temporal Cloud (implies TLS).
 	APIKey string
+	// Metrics receives the SDK's metrics and the workflows' own (nil: none);
+	// internal/temporalmetrics exports them to Prometheus.
+	Metrics client.MetricsHandler
 }
 
 // TLS of the connection.
@@ -48,7 +51,7 @@ func Options(cfg Config, logger zerolog.Logger) (client.Options, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
-	opts := client.Options{HostPort: cfg.Address, Namespace: cfg.Namespace, Logger: Logger(logger)}
+	opts := client.Options{HostPort: cfg.Address, Namespace: cfg.Namespace, Logger: Logger(logger), MetricsHandler: cfg.Metrics}
 	if cfg.TLS.on() || cfg.APIKey != "" {
 		tc, err := tlsConfig(cfg.TLS)
 		if err != nil {

@@ -105,6 +105,13 @@ func TestMetrics(t *testing.T) {
 		`hyperfleet_api_status_reports_total{adapter="unregistered",kind="Cluster",outcome="stored"} 1`,
 		`go_sql_open_connections{db_name="hyperfleet"}`,
 		`go_sql_wait_count_total{db_name="hyperfleet"}`,
+		// The fleet gauges: the creation waits in the outbox (no relay
+		// here), and the cluster is not Ready (landing-zone has not
+		// reported).
+		"hyperfleet_outbox_pending 1\n",
+		"hyperfleet_outbox_oldest_seconds ",
+		`hyperfleet_resources_not_reconciled{kind="Cluster"} 1` + "\n",
+		`hyperfleet_resources_not_reconciled{kind="NodePool"} 0` + "\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

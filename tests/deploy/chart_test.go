@@ -6,6 +6,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -287,4 +288,46 @@ func envOf(c map[string]any) map[string]string {
 		}
 	}
 	return out
+}
+
+// The Grafana dashboard ships off by default; enabled, it is one ConfigMap
+// carrying the chart's dashboard JSON under the sidecar's label.
+func TestChartShipsTheDashboard(t *testing.T) {
+	base := "temporal: {address: temporal.example:7233}\n"
+	off, err := render(t, base, "hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(off, "hyperfleet.json") {
+		t.Error("the dashboard ConfigMap renders although dashboard.enabled is false")
+	}
+	on, err := render(t, base+"dashboard: {enabled: true, namespace: monitoring, folder: Fleet}\n", "hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(chart, "dashboards", "hyperfleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, o := range decode(t, on) {
+		if o.GetKind() != "ConfigMap" || o.GetName() != "hf-hyperfleet-dashboard" {
+			continue
+		}
+		found = true
+		if o.GetNamespace() != "monitoring" || o.GetLabels()["grafana_dashboard"] != "1" || o.GetAnnotations()["grafana_folder"] != "Fleet" {
+			t.Errorf("dashboard ConfigMap namespace %q labels %v annotations %v", o.GetNamespace(), o.GetLabels(), o.GetAnnotations())
+		}
+		data, _, _ := unstructured.NestedString(o.Object, "data", "hyperfleet.json")
+		if strings.TrimSpace(data) != strings.TrimSpace(string(want)) {
+			t.Error("the ConfigMap's hyperfleet.json differs from dashboards/hyperfleet.json")
+		}
+		var dash map[string]any
+		if err := json.Unmarshal([]byte(data), &dash); err != nil || dash["uid"] != "hyperfleet" {
+			t.Errorf("the shipped dashboard is not a Grafana dashboard (uid %v): %v", dash["uid"], err)
+		}
+	}
+	if !found {
+		t.Fatal("no dashboard ConfigMap with dashboard.enabled: true")
+	}
 }

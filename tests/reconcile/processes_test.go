@@ -2,8 +2,13 @@ package reconcile
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,6 +73,23 @@ func TestSeparateProcesses(t *testing.T) {
 	for _, adapter := range []string{"validation", "nodepool-validation"} {
 		if !strings.Contains(string(workerMetrics), fmt.Sprintf(`hyperfleet_adapter_runs_total{adapter_name=%q,outcome="success"}`, adapter)) {
 			t.Errorf("the worker's /metrics has no successful %s run", adapter)
+		}
+	}
+
+	// An invalid cluster backs off: every dashboard panel then has data to
+	// query, and each metric it queries is exported by the API or the worker.
+	if code, _ := d.send(http.MethodPost, "/clusters", `{"kind":"Cluster","name":"backs-off","spec":{"nodes":0}}`); code != http.StatusCreated {
+		t.Fatalf("create invalid cluster: HTTP %d", code)
+	}
+	eventually(t, 60*time.Second, func() (bool, string) {
+		_, m := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+		return strings.Contains(string(m), "hyperfleet_reconcile_backoff_seconds_count"), "no backoff recorded by the worker"
+	}, nil)
+	_, apiMetrics = httpGet(api + "/metrics")
+	_, workerMetrics = httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	for _, name := range dashboardMetrics(t) {
+		if !exported(string(apiMetrics), name) && !exported(string(workerMetrics), name) {
+			t.Errorf("the dashboard queries %s, which neither the API nor the worker exports", name)
 		}
 	}
 
@@ -179,4 +201,57 @@ func TestAPIKilledAfterCommit(t *testing.T) {
 		return n == 0, fmt.Sprintf("%d outbox rows not delivered", n)
 	}, nil)
 	third.interrupt()
+}
+
+// dashboardMetrics lists the metric names the shipped Grafana dashboard's
+// panels query.
+func dashboardMetrics(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "helm", "hyperfleet", "dashboards", "hyperfleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	names := map[string]bool{}
+	metric := regexp.MustCompile(`\b(?:hyperfleet|temporal)_[a-z_]+\b`)
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q queries nothing", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, n := range metric.FindAllString(tg.Expr, -1) {
+				names[n] = true
+			}
+		}
+	}
+	if len(names) < 10 {
+		t.Fatalf("the dashboard queries only %d metrics: %v", len(names), names)
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exported reports whether a /metrics page has a sample of name (a
+// histogram's _bucket, _sum and _count included).
+func exported(page, name string) bool {
+	for _, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			return true
+		}
+	}
+	return false
 }

@@ -20,6 +20,15 @@ import (
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
+// Metrics the workflow records through its metrics handler (the worker
+// exports them to Prometheus; timers become histograms in seconds with
+// "_seconds" appended), tagged with the resource kind.
+const (
+	MetricRounds        = "hyperfleet_reconcile_rounds_total"
+	MetricRoundDuration = "hyperfleet_reconcile_round_duration"
+	MetricBackoff       = "hyperfleet_reconcile_backoff"
+)
+
 // Names registered with Temporal.
 const (
 	WorkflowName = "ReconcileResource"

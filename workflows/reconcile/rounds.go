@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -64,9 +65,15 @@ func (r *reconciler) round2(ctx workflow.Context) (gone bool, err error) {
 	r.phase, r.nextRound = PhaseRunning, time.Time{}
 	r.upsertAttributes(ctx)
 	r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
+	started := workflow.Now(ctx)
 	r.runAdapters(ctx, adapters)
 
-	if gone, err := r.observe(ctx); err != nil || gone {
+	gone, err = r.observe(ctx)
+	// Metrics are not part of the history; the SDK drops them on replay.
+	m := r.metrics(ctx)
+	m.Counter(MetricRounds).Inc(1)
+	m.Timer(MetricRoundDuration).Record(workflow.Now(ctx).Sub(started))
+	if err != nil || gone {
 		return gone, err
 	}
 	r.drainSignals(ctx)
@@ -146,6 +153,7 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 		wait = r.backoff()
 		r.failures++
 		r.phase = PhaseBackoff
+		r.metrics(ctx).Timer(MetricBackoff).Record(wait)
 	}
 	r.nextRound = workflow.Now(ctx).Add(wait)
 	r.log.Info("waiting for the next round", "generation", r.target, "phase", r.phase, "wait", wait.String(), "reconciled", r.reconciled)
@@ -332,4 +340,9 @@ func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome, det
 		res.Seen = map[string]string{}
 	}
 	return outcome, detail, res.Seen
+}
+
+// metrics is the workflow's metrics handler, tagged with the resource kind.
+func (r *reconciler) metrics(ctx workflow.Context) client.MetricsHandler {
+	return workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": r.ref.Kind})
 }
