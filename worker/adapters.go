@@ -14,6 +14,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
+	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/internal/tlsfiles"
 )
 
@@ -41,6 +42,9 @@ type AdapterDeps struct {
 	// ends: the worker wakes the owning resource's workflow with it.
 	Changes      func(transport.Change)
 	WatchContext context.Context
+	// Maestro overrides every Maestro adapter's clients.maestro settings
+	// (the worker's --maestro-* flags), over HYPERFLEET_MAESTRO_*.
+	Maestro maestrotransport.Overrides
 }
 
 // LoadAdapter reads, validates and wires one adapter. Every problem in the
@@ -88,7 +92,7 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 			}
 			transports[client] = t
 		case taskconfig.ClientMaestro:
-			t, err := maestroTransport(b, deps.Logger)
+			t, err := maestroTransport(b, deps.Maestro, deps.Logger)
 			if err != nil {
 				return nil, fmt.Errorf("adapter %s: %w", name, err)
 			}

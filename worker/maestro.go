@@ -12,15 +12,16 @@ import (
 )
 
 // maestroTransport wires an adapter's Maestro resources: its
-// clients.maestro block with the HYPERFLEET_MAESTRO_* variables over it.
+// clients.maestro block with the HYPERFLEET_MAESTRO_* variables over it,
+// and the worker's --maestro-* flags over both.
 // Nothing connects here (the gRPC stream opens on first use), so a worker
 // starts while Maestro is down and its activities report that as a status.
-func maestroTransport(b *taskconfig.Bundle, log zerolog.Logger) (transport.Transport, error) {
+func maestroTransport(b *taskconfig.Bundle, flags maestrotransport.Overrides, log zerolog.Logger) (transport.Transport, error) {
 	over, err := maestrotransport.OverridesFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	cfg := over.Apply(maestrotransport.FromTaskConfig(b.Adapter.Clients.Maestro, b.Adapter.Adapter.Name))
+	cfg := flags.Apply(over.Apply(maestrotransport.FromTaskConfig(b.Adapter.Clients.Maestro, b.Adapter.Adapter.Name)))
 	c, err := maestrotransport.Shared(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("%s applies resources through Maestro:\n%w", b.AdapterFile, err)

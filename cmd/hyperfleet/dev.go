@@ -10,11 +10,13 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
+	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
 	"github.com/hyperfleet/hyperfleet/internal/stack"
@@ -51,10 +53,13 @@ type devFlags struct {
 	// when set (flag given).
 	clusterAdapters  []string
 	nodePoolAdapters []string
+	maestro          maestroFlags
+	maestroSet       maestrotransport.Overrides
 }
 
 func newDevCommand() *cobra.Command {
 	var f devFlags
+	var fs *pflag.FlagSet
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the whole system in one process (make run)",
@@ -69,10 +74,12 @@ validation-job, nodepool-config).`,
 		Args:    cobra.NoArgs,
 		PreRunE: bindEnvPreRun,
 		RunE: withLogger(func(ctx context.Context, log zerolog.Logger) error {
+			f.maestroSet = f.maestro.overrides(fs)
 			return runDev(ctx, &f, log)
 		}),
 	}
-	fs := cmd.Flags()
+	fs = cmd.Flags()
+	f.maestro.add(fs)
 	f.db.add(fs)
 	f.reconcile.add(fs)
 	fs.StringVar(&f.listen, "listen", ":8000", "address of the API")
@@ -188,7 +195,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 		Temporal: tc, Namespace: srv.Namespace(),
 		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate,
 		Adapters: files,
-		AdapterDeps: worker.AdapterDeps{Kube: kubeFn,
+		AdapterDeps: worker.AdapterDeps{Kube: kubeFn, Maestro: f.maestroSet,
 			KubeMissing: "set KUBECONFIG or pass --kubeconfig"},
 		Logger: log,
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -164,4 +165,37 @@ func withLogger(fn func(ctx context.Context, log zerolog.Logger) error) func(*co
 		}
 		return fn(cmd.Context(), log)
 	}
+}
+
+// maestroFlags override every Maestro adapter's clients.maestro block
+// (flags over HYPERFLEET_MAESTRO_* over the file), so one worker setting
+// points all of them at a server without editing their configs.
+type maestroFlags struct {
+	o        maestrotransport.Overrides
+	insecure bool
+}
+
+func (m *maestroFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&m.o.GRPCAddress, "maestro-grpc-server-address", "", "Maestro gRPC address (host:port) for every Maestro adapter")
+	fs.StringVar(&m.o.HTTPAddress, "maestro-http-server-address", "", "Maestro REST address (https://host:port) for every Maestro adapter")
+	fs.StringVar(&m.o.SourceID, "maestro-source-id", "", "Maestro source id (default: each adapter's clients.maestro.source_id, else its name)")
+	fs.StringVar(&m.o.CAFile, "maestro-ca-file", "", "CA that verifies the Maestro server")
+	fs.StringVar(&m.o.CertFile, "maestro-cert-file", "", "client certificate for Maestro (mutual TLS)")
+	fs.StringVar(&m.o.KeyFile, "maestro-key-file", "", "client key for Maestro (mutual TLS)")
+	fs.StringVar(&m.o.TokenFile, "maestro-token-file", "", "bearer token file for Maestro")
+	fs.StringVar(&m.o.HTTPCAFile, "maestro-http-ca-file", "", "CA for Maestro's REST address, when it differs from --maestro-ca-file")
+	fs.StringVar(&m.o.ServerName, "maestro-server-name", "", "TLS server name to verify on Maestro")
+	fs.BoolVar(&m.insecure, "maestro-insecure", false, "plaintext gRPC and http:// REST to Maestro (local servers only)")
+	fs.DurationVar(&m.o.Timeout, "maestro-timeout", 0, "per-call timeout to Maestro (default: the adapter's, else 10s)")
+	fs.DurationVar(&m.o.ServerHealthinessTimeout, "maestro-server-healthiness-timeout", 0, "how long Maestro may be unreachable before a round reports it")
+}
+
+// overrides returns the settings given (after the environment is bound).
+func (m *maestroFlags) overrides(fs *pflag.FlagSet) maestrotransport.Overrides {
+	o := m.o
+	if fs.Changed("maestro-insecure") {
+		v := m.insecure
+		o.Insecure = &v
+	}
+	return o
 }

@@ -15,11 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	adaptermetrics "github.com/hyperfleet/hyperfleet/adapter/metrics"
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
+	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/temporalmetrics"
 	"github.com/hyperfleet/hyperfleet/internal/version"
@@ -40,10 +42,12 @@ type workerFlags struct {
 	maxActivities int
 	metricsListen string
 	wakeInterval  time.Duration
+	maestro       maestroFlags
 }
 
 func newWorkerCommand() *cobra.Command {
 	var f workerFlags
+	var fs *pflag.FlagSet
 	cmd := &cobra.Command{
 		Use:   "worker [--reconciler] [--config adapter-config.yaml --task-config adapter-task-config.yaml]...",
 		Short: "Host reconcile workflows and/or adapters on Temporal",
@@ -59,11 +63,12 @@ order. --api-base-url overrides every adapter's clients.hyperfleet_api.base_url.
 		Args:    cobra.NoArgs,
 		PreRunE: bindEnvPreRun,
 		RunE: withLogger(func(ctx context.Context, log zerolog.Logger) error {
-			return runWorker(ctx, &f, log)
+			return runWorker(ctx, &f, f.maestro.overrides(fs), log)
 		}),
 	}
-	fs := cmd.Flags()
+	fs = cmd.Flags()
 	f.temporal.add(fs, "127.0.0.1:7233")
+	f.maestro.add(fs)
 	fs.BoolVar(&f.reconciler, "reconciler", false, "host the reconcile workflows")
 	fs.StringArrayVar(&f.configs, "config", nil, "AdapterConfig file (repeatable; pairs with --task-config in order)")
 	fs.StringArrayVar(&f.taskConfigs, "task-config", nil, "AdapterTaskConfig file (repeatable)")
@@ -78,7 +83,7 @@ order. --api-base-url overrides every adapter's clients.hyperfleet_api.base_url.
 	return cmd
 }
 
-func runWorker(ctx context.Context, f *workerFlags, log zerolog.Logger) error {
+func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Overrides, log zerolog.Logger) error {
 	files, err := f.adapterFiles()
 	if err != nil {
 		return err
@@ -95,7 +100,7 @@ func runWorker(ctx context.Context, f *workerFlags, log zerolog.Logger) error {
 		APIBaseURL: f.apiBaseURL, Metrics: adaptermetrics.New(registry), Logger: log,
 		// Read once, and only if an adapter applies Kubernetes resources.
 		Kube:    sync.OnceValues(func() (*rest.Config, error) { return kubetransport.RESTConfig(f.kubeconfig, 0, 0) }),
-		Changes: waker.Notify, WatchContext: ctx,
+		Changes: waker.Notify, WatchContext: ctx, Maestro: maestro,
 	}
 	engines, err := worker.LoadAdapters(files, deps)
 	if err != nil {
