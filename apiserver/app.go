@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -25,11 +24,16 @@ import (
 type Options struct {
 	Server Config
 	Store  store.Config
-	// Registered maps Cluster and NodePool to their adapters.
+	// Kinds are the resource kinds served; the default kinds (Cluster and
+	// NodePool) when nil.
+	Kinds *resource.Kinds
+	// Registered maps a kind to its adapters; an entry overrides the kind's
+	// required_adapters (the HYPERFLEET_<KIND>_ADAPTERS variables).
 	Registered map[string][]string
 	Auth       auth.Config
-	// SpecSchema is the path of an OpenAPI document with ClusterSpec /
-	// NodePoolSpec schemas; empty disables spec validation.
+	// SpecSchema is the path of an OpenAPI document with the kinds' spec
+	// schemas (ClusterSpec, NodePoolSpec, ...); empty disables spec
+	// validation.
 	SpecSchema string
 	// SkipMigrate leaves the schema alone (run `hyperfleet migrate` instead).
 	SkipMigrate bool
@@ -42,34 +46,49 @@ type App struct {
 	Store   store.Store
 	Service *lifecycle.Service
 	Metrics *metrics.Metrics
+	// Kinds and Registered are what the API runs with: the relay and
+	// workers must use the same.
+	Kinds      *resource.Kinds
+	Registered map[string][]string
 }
 
 // Build opens the store, migrates it, applies a change of registered
 // adapters to stored conditions and wires the HTTP server.
 func Build(ctx context.Context, opts Options) (*App, error) {
-	for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
-		if _, ok := opts.Registered[kind]; !ok {
-			return nil, fmt.Errorf("%s is not set: name the adapters whose reports decide %s readiness, e.g. %s='[\"validation\",\"landing-zone\"]' (an empty list [] is allowed; resources of that kind then never become Ready)",
-				aggregation.RegistrationVariable(kind), kind, aggregation.RegistrationVariable(kind))
-		}
-		if len(opts.Registered[kind]) == 0 {
+	if opts.Kinds == nil {
+		opts.Kinds = resource.Defaults()
+	}
+	registered, err := Registration(opts.Kinds, opts.Registered)
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range opts.Kinds.Names() {
+		if len(registered[kind]) == 0 {
 			opts.Logger.Warn().Str("kind", kind).Msgf("%s is empty: %s resources will never become Ready", aggregation.RegistrationVariable(kind), kind)
 		}
 	}
+	opts.Registered = registered
 	authn, err := auth.New(ctx, opts.Auth)
 	if err != nil {
 		return nil, err
 	}
 	var specs lifecycle.SpecValidator
 	if opts.SpecSchema != "" {
-		v, err := specschema.Load(opts.SpecSchema)
+		v, err := specschema.LoadFor(opts.SpecSchema, opts.Kinds)
 		if err != nil {
 			return nil, err
 		}
 		opts.Logger.Info().Str("file", opts.SpecSchema).Strs("kinds", v.Kinds()).Msg("spec schema validation on")
 		specs = v
+	} else {
+		for _, k := range opts.Kinds.All() {
+			if k.RequireSpecSchema {
+				return nil, fmt.Errorf("kind %s has require_spec_schema but no --spec-schema is set: name the OpenAPI document with its %s schema", k.Kind, k.SpecSchemaName)
+			}
+		}
 	}
 	opts.Store.Logger = opts.Logger
+	opts.Store.Kinds = opts.Kinds
 	st, err := store.Open(ctx, opts.Store)
 	if err != nil {
 		return nil, err
@@ -80,19 +99,45 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
-	svc := lifecycle.New(lifecycle.Config{Store: st, Registered: opts.Registered, SpecValidator: specs, Logger: opts.Logger})
+	svc := lifecycle.New(lifecycle.Config{Store: st, Registered: opts.Registered, SpecValidator: specs, Kinds: opts.Kinds, Logger: opts.Logger})
 	if _, err := svc.SyncRegistration(ctx); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("apply registered adapters: %w", err)
 	}
 	m := metrics.New(st.SQLDB())
-	m.WatchFleet(fleetReader(st, opts.Registered))
+	m.WatchFleet(fleetReader(st, opts.Kinds.Names()))
 	srv, err := New(opts.Server, svc, st, authn, m, opts.Logger)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &App{Server: srv, Store: st, Service: svc, Metrics: m}, nil
+	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered}, nil
+}
+
+// Registration decides each kind's adapters: the override when there is
+// one, else the kind's required_adapters. A kind with neither stops
+// start-up, as an unset HYPERFLEET_CLUSTER_ADAPTERS always has: readiness
+// without a decision about adapters would be a guess.
+func Registration(kinds *resource.Kinds, overrides map[string][]string) (map[string][]string, error) {
+	for kind := range overrides {
+		if _, ok := kinds.Get(kind); !ok {
+			return nil, fmt.Errorf("adapters are registered for kind %s, which is not in the kinds table (%s); add the kind or drop the setting",
+				kind, strings.Join(kinds.Names(), ", "))
+		}
+	}
+	out := map[string][]string{}
+	for _, k := range kinds.All() {
+		names, ok := overrides[k.Kind]
+		if !ok {
+			names, ok = k.RequiredAdapters, k.RequiredAdapters != nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s is not set: name the adapters whose reports decide %s readiness, e.g. %s='[\"validation\",\"landing-zone\"]' (an empty list [] is allowed; resources of that kind then never become Ready), or set required_adapters in the kinds file",
+				aggregation.RegistrationVariable(k.Kind), k.Kind, aggregation.RegistrationVariable(k.Kind))
+		}
+		out[k.Kind] = append([]string{}, names...)
+	}
+	return out, nil
 }
 
 // Close releases the store.
@@ -129,12 +174,7 @@ func ParseAdapterList(value string) ([]string, error) {
 // fleetReader reads the fleet gauges: the outbox backlog, and per kind the
 // resources not Reconciled (the same query as a search for
 // status.conditions.Ready != 'True').
-func fleetReader(st store.Store, registered map[string][]string) func(context.Context) (metrics.Fleet, error) {
-	kinds := make([]string, 0, len(registered))
-	for k := range registered {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
+func fleetReader(st store.Store, kinds []string) func(context.Context) (metrics.Fleet, error) {
 	return func(ctx context.Context) (metrics.Fleet, error) {
 		var f metrics.Fleet
 		var err error

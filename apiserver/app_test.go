@@ -3,6 +3,8 @@ package apiserver
 import (
 	"strings"
 	"testing"
+
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 func TestParseAdapterList(t *testing.T) {
@@ -37,5 +39,29 @@ func TestParseAdapterList(t *testing.T) {
 func TestGinPathToOpenAPI(t *testing.T) {
 	if got := ginPathToOpenAPI("/clusters/:cluster_id/nodepools/:nodepool_id/statuses"); got != "/clusters/{cluster_id}/nodepools/{nodepool_id}/statuses" {
 		t.Errorf("got %s", got)
+	}
+}
+
+func TestRegistration(t *testing.T) {
+	kinds, err := resource.NewKinds("", []resource.Kind{
+		{Kind: "Cluster", Plural: "clusters"},
+		{Kind: "WifConfig", Plural: "wifconfigs", RequiredAdapters: []string{"wif"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Registration(kinds, map[string][]string{"Cluster": {"validation"}})
+	if err != nil || strings.Join(got["Cluster"], ",") != "validation" || strings.Join(got["WifConfig"], ",") != "wif" {
+		t.Fatalf("Registration = %v, %v", got, err)
+	}
+	// The variable overrides the file.
+	if got, _ := Registration(kinds, map[string][]string{"Cluster": {}, "WifConfig": {"other"}}); strings.Join(got["WifConfig"], ",") != "other" {
+		t.Fatalf("override ignored: %v", got)
+	}
+	if _, err := Registration(kinds, nil); err == nil || !strings.Contains(err.Error(), "HYPERFLEET_CLUSTER_ADAPTERS is not set") {
+		t.Fatalf("unset Cluster adapters: %v", err)
+	}
+	if _, err := Registration(kinds, map[string][]string{"Cluster": {}, "NodePool": {}}); err == nil || !strings.Contains(err.Error(), "kind NodePool, which is not in the kinds table") {
+		t.Fatalf("unknown kind: %v", err)
 	}
 }

@@ -23,14 +23,6 @@ func openapiPage() []byte { return openapi.Page() }
 // refFunc reads the resource a path addresses.
 type refFunc func(c *gin.Context) lifecycle.Ref
 
-func clusterRef(c *gin.Context) lifecycle.Ref {
-	return lifecycle.Ref{Kind: resource.KindCluster, ID: c.Param("cluster_id")}
-}
-
-func nodePoolRef(c *gin.Context) lifecycle.Ref {
-	return lifecycle.Ref{Kind: resource.KindNodePool, ID: c.Param("nodepool_id"), ParentID: c.Param("cluster_id")}
-}
-
 // Pagination limits of the contract.
 const (
 	defaultPageSize = 20
@@ -144,16 +136,16 @@ func (s *Server) checkSpecSize(spec json.RawMessage) error {
 		Message: fmt.Sprintf("spec is %d bytes; the limit is %d bytes (the server's --spec-limit)", len(spec), limit)})
 }
 
-func (s *Server) listClusters(c *gin.Context) error {
-	return s.list(c, resource.KindCluster, "ClusterList", "")
-}
-
-func (s *Server) listAllNodePools(c *gin.Context) error {
-	return s.list(c, resource.KindNodePool, "NodePoolList", "")
-}
-
-func (s *Server) listNodePools(c *gin.Context) error {
-	return s.list(c, resource.KindNodePool, "NodePoolList", c.Param("cluster_id"))
+// listKind lists a kind, across parents or, with parentParam, under the
+// parent the path names.
+func (s *Server) listKind(k resource.Kind, parentParam string) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		parentID := ""
+		if parentParam != "" {
+			parentID = c.Param(parentParam)
+		}
+		return s.list(c, k.Kind, k.Kind+"List", parentID)
+	}
 }
 
 func (s *Server) decode(c *gin.Context, dst any) error {
@@ -167,38 +159,29 @@ func (s *Server) decode(c *gin.Context, dst any) error {
 	return nil
 }
 
-func (s *Server) createCluster(c *gin.Context) error {
-	var req lifecycle.CreateRequest
-	if err := s.decode(c, &req); err != nil {
-		return err
+// createKind creates a resource of a kind, under the parent the path names
+// when parentParam is set.
+func (s *Server) createKind(k resource.Kind, parentParam string) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		var req lifecycle.CreateRequest
+		if err := s.decode(c, &req); err != nil {
+			return err
+		}
+		if err := s.checkSpecSize(req.Spec); err != nil {
+			return err
+		}
+		parentID := ""
+		if parentParam != "" {
+			parentID = c.Param(parentParam)
+		}
+		r, err := s.svc.Create(c.Request.Context(), k.Kind, parentID, &req, identity(c))
+		if err != nil {
+			return err
+		}
+		c.Header("Location", r.Href)
+		c.JSON(http.StatusCreated, r)
+		return nil
 	}
-	if err := s.checkSpecSize(req.Spec); err != nil {
-		return err
-	}
-	r, err := s.svc.Create(c.Request.Context(), resource.KindCluster, "", &req, identity(c))
-	if err != nil {
-		return err
-	}
-	c.Header("Location", r.Href)
-	c.JSON(http.StatusCreated, r)
-	return nil
-}
-
-func (s *Server) createNodePool(c *gin.Context) error {
-	var req lifecycle.CreateRequest
-	if err := s.decode(c, &req); err != nil {
-		return err
-	}
-	if err := s.checkSpecSize(req.Spec); err != nil {
-		return err
-	}
-	r, err := s.svc.Create(c.Request.Context(), resource.KindNodePool, c.Param("cluster_id"), &req, identity(c))
-	if err != nil {
-		return err
-	}
-	c.Header("Location", r.Href)
-	c.JSON(http.StatusCreated, r)
-	return nil
 }
 
 func (s *Server) getResource(ref refFunc) func(c *gin.Context) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
+	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -58,28 +59,49 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/openapi.html", s.openapiPage)
 
 	api := v1.Group("", s.authenticate, s.timeout, s.checkQuery, s.checkIDs)
-	api.GET("/clusters", s.handle(s.listClusters))
-	api.POST("/clusters", s.handle(s.createCluster))
-	api.GET("/clusters/:cluster_id", s.handle(s.getResource(clusterRef)))
-	api.PATCH("/clusters/:cluster_id", s.handle(s.patchResource(clusterRef)))
-	api.DELETE("/clusters/:cluster_id", s.handle(s.deleteResource(clusterRef)))
-	api.POST("/clusters/:cluster_id/force-delete", s.handle(s.forceDelete(clusterRef)))
-	api.GET("/clusters/:cluster_id/statuses", s.handle(s.listStatuses(clusterRef)))
-	api.PUT("/clusters/:cluster_id/statuses", s.handle(s.reportStatus(clusterRef)))
-	api.POST("/clusters/:cluster_id/statuses", s.handle(s.reportStatus(clusterRef)))
-
-	api.GET("/nodepools", s.handle(s.listAllNodePools))
-	api.GET("/clusters/:cluster_id/nodepools", s.handle(s.listNodePools))
-	api.POST("/clusters/:cluster_id/nodepools", s.handle(s.createNodePool))
-	api.GET("/clusters/:cluster_id/nodepools/:nodepool_id", s.handle(s.getResource(nodePoolRef)))
-	api.PATCH("/clusters/:cluster_id/nodepools/:nodepool_id", s.handle(s.patchResource(nodePoolRef)))
-	api.DELETE("/clusters/:cluster_id/nodepools/:nodepool_id", s.handle(s.deleteResource(nodePoolRef)))
-	api.POST("/clusters/:cluster_id/nodepools/:nodepool_id/force-delete", s.handle(s.forceDelete(nodePoolRef)))
-	api.GET("/clusters/:cluster_id/nodepools/:nodepool_id/statuses", s.handle(s.listStatuses(nodePoolRef)))
-	api.PUT("/clusters/:cluster_id/nodepools/:nodepool_id/statuses", s.handle(s.reportStatus(nodePoolRef)))
-	api.POST("/clusters/:cluster_id/nodepools/:nodepool_id/statuses", s.handle(s.reportStatus(nodePoolRef)))
+	for _, k := range s.svc.Kinds().All() {
+		s.kindRoutes(api, k)
+	}
 	return r
 }
+
+// kindRoutes serves one kind of the table. A kind without parent lives at
+// /<plural>/{<kind>_id}; a child kind is listed across parents at
+// /<plural> and otherwise lives under its parent, at
+// /<parent plural>/{<parent>_id}/<plural>/{<kind>_id}: as clusters and
+// node pools always have.
+func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
+	kinds := s.svc.Kinds()
+	param := idParam(k.Kind)
+	api.GET("/"+k.Plural, s.handle(s.listKind(k, "")))
+	collection := "/" + k.Plural
+	parentParam := ""
+	if k.ParentKind != "" {
+		parent, _ := kinds.Get(k.ParentKind)
+		parentParam = idParam(parent.Kind)
+		collection = "/" + parent.Plural + "/:" + parentParam + "/" + k.Plural
+		api.GET(collection, s.handle(s.listKind(k, parentParam)))
+	}
+	ref := func(c *gin.Context) lifecycle.Ref {
+		r := lifecycle.Ref{Kind: k.Kind, ID: c.Param(param)}
+		if parentParam != "" {
+			r.ParentID = c.Param(parentParam)
+		}
+		return r
+	}
+	item := collection + "/:" + param
+	api.POST(collection, s.handle(s.createKind(k, parentParam)))
+	api.GET(item, s.handle(s.getResource(ref)))
+	api.PATCH(item, s.handle(s.patchResource(ref)))
+	api.DELETE(item, s.handle(s.deleteResource(ref)))
+	api.POST(item+"/force-delete", s.handle(s.forceDelete(ref)))
+	api.GET(item+"/statuses", s.handle(s.listStatuses(ref)))
+	api.PUT(item+"/statuses", s.handle(s.reportStatus(ref)))
+	api.POST(item+"/statuses", s.handle(s.reportStatus(ref)))
+}
+
+// idParam is the path parameter of a kind's id: cluster_id, nodepool_id.
+func idParam(kind string) string { return strings.ToLower(kind) + "_id" }
 
 // handle adapts a handler that returns an error: any error becomes a
 // problem document, so no handler writes error responses itself.
@@ -159,11 +181,9 @@ func (s *Server) requestID(c *gin.Context) {
 // resource ids of the path on every line.
 func (s *Server) requestLog(c *gin.Context) *zerolog.Logger {
 	l := s.log.With().Str("request_id", c.GetString(requestIDKey)).Str("method", c.Request.Method).Str("route", c.FullPath())
-	if id := c.Param("cluster_id"); id != "" {
-		l = l.Str("cluster_id", id)
-	}
-	if id := c.Param("nodepool_id"); id != "" {
-		l = l.Str("nodepool_id", id)
+	for _, p := range c.Params {
+		// Every path parameter is a resource id (cluster_id, nodepool_id).
+		l = l.Str(p.Key, p.Value)
 	}
 	logger := l.Logger()
 	return &logger
@@ -288,12 +308,14 @@ var idPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 // case-folded match would address the wrong thing), and the database must
 // not see bytes it cannot compare (NUL, invalid UTF-8).
 func (s *Server) checkIDs(c *gin.Context) {
-	for _, p := range [...]struct{ param, kind string }{{"cluster_id", resource.KindCluster}, {"nodepool_id", resource.KindNodePool}} {
-		if id, ok := c.Params.Get(p.param); ok && !idPattern.MatchString(id) {
+	// Parameters in path order: the outermost bad id is the one named.
+	for _, p := range c.Params {
+		if kind, ok := s.idKinds[p.Key]; ok && !idPattern.MatchString(p.Value) {
+			id := p.Value
 			if len(id) > 64 {
 				id = id[:64] + "..."
 			}
-			s.fail(c, problem.NotFound(p.kind, id))
+			s.fail(c, problem.NotFound(kind, id))
 			return
 		}
 	}

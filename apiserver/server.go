@@ -55,14 +55,16 @@ type Check struct {
 
 // Server is the API's HTTP server.
 type Server struct {
-	cfg      Config
-	svc      *lifecycle.Service
-	store    store.Store
-	auth     *auth.Authenticator
-	metrics  *metrics.Metrics
-	log      zerolog.Logger
-	engine   *gin.Engine
-	openapi  []byte
+	cfg     Config
+	svc     *lifecycle.Service
+	store   store.Store
+	auth    *auth.Authenticator
+	metrics *metrics.Metrics
+	log     zerolog.Logger
+	engine  *gin.Engine
+	openapi []byte
+	// idKinds maps a path parameter (cluster_id) to its kind.
+	idKinds  map[string]string
 	shutting atomic.Bool
 
 	mu     sync.Mutex
@@ -71,7 +73,7 @@ type Server struct {
 
 // New assembles the router.
 func New(cfg Config, svc *lifecycle.Service, st store.Store, authn *auth.Authenticator, m *metrics.Metrics, log zerolog.Logger) (*Server, error) {
-	doc, err := openapi.Document()
+	doc, err := openapi.DocumentFor(svc.Kinds())
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +83,26 @@ func New(cfg Config, svc *lifecycle.Service, st store.Store, authn *auth.Authent
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, svc: svc, store: st, auth: authn, metrics: m, log: log, openapi: doc}
+	s := &Server{cfg: cfg, svc: svc, store: st, auth: authn, metrics: m, log: log, openapi: doc, idKinds: map[string]string{}}
+	for _, k := range svc.Kinds().All() {
+		s.idKinds[idParam(k.Kind)] = k.Kind
+	}
 	s.checks = []Check{{Name: "database", Check: st.Ping}}
-	s.engine = s.routes()
+	if s.engine, err = s.buildRoutes(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// buildRoutes turns a route conflict, which gin reports by panicking, into
+// a start-up error: the routes come from the kinds table, which is data.
+func (s *Server) buildRoutes() (e *gin.Engine, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the kinds table's routes conflict: %v", r)
+		}
+	}()
+	return s.routes(), nil
 }
 
 // AddReadinessCheck adds a dependency to /readyz (the workflow engine).

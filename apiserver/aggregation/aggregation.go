@@ -305,12 +305,7 @@ func noAdapters(c resource.Condition, kind string) resource.Condition {
 
 // RegistrationVariable names the environment variable that registers
 // adapters for a kind.
-func RegistrationVariable(kind string) string {
-	if kind == resource.KindNodePool {
-		return "HYPERFLEET_NODEPOOL_ADAPTERS"
-	}
-	return "HYPERFLEET_" + strings.ToUpper(kind) + "_ADAPTERS"
-}
+func RegistrationVariable(kind string) string { return resource.RegistrationVariable(kind) }
 
 func renamed(c resource.Condition, conditionType string) resource.Condition {
 	c.Type = conditionType

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,9 @@ type Config struct {
 	Registered map[string][]string
 	// SpecValidator is optional.
 	SpecValidator SpecValidator
-	Logger        zerolog.Logger
+	// Kinds are the resource kinds served; the default kinds when nil.
+	Kinds  *resource.Kinds
+	Logger zerolog.Logger
 	// Now is injectable for tests; time.Now by default.
 	Now func() time.Time
 }
@@ -48,6 +51,7 @@ type Service struct {
 	store      store.Store
 	registered map[string][]string
 	specs      SpecValidator
+	kinds      *resource.Kinds
 	log        zerolog.Logger
 	now        func() time.Time
 	onOutbox   atomic.Pointer[func()]
@@ -59,7 +63,23 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, log: cfg.Logger, now: now}
+	kinds := cfg.Kinds
+	if kinds == nil {
+		kinds = resource.Defaults()
+	}
+	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, kinds: kinds, log: cfg.Logger, now: now}
+}
+
+// Kinds returns the kinds table the service runs.
+func (s *Service) Kinds() *resource.Kinds { return s.kinds }
+
+// kind returns a kind's declaration; every kind a route names is declared.
+func (s *Service) kind(name string) (resource.Kind, error) {
+	k, ok := s.kinds.Get(name)
+	if !ok {
+		return k, problem.Internal(fmt.Errorf("kind %s is not in the kinds table", name))
+	}
+	return k, nil
 }
 
 // inTx runs fn in a transaction and, once it has committed, tells the
@@ -95,16 +115,17 @@ func (s *Service) Registered(kind string) []string { return s.registered[kind] }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// Ref addresses a resource by its path: a node pool also names its cluster.
+// Ref addresses a resource by its path: a child addressed under its parent
+// (a node pool under its cluster) also names the parent.
 type Ref struct {
 	Kind     string
 	ID       string
-	ParentID string // cluster id, for node pools
+	ParentID string // the parent in the path, for nested routes
 }
 
 func (r Ref) String() string {
 	if r.ParentID != "" {
-		return fmt.Sprintf("%s %s (cluster %s)", r.Kind, r.ID, r.ParentID)
+		return fmt.Sprintf("%s %s (parent %s)", r.Kind, r.ID, r.ParentID)
 	}
 	return r.Kind + " " + r.ID
 }
@@ -133,7 +154,7 @@ func belongs(r *resource.Resource, ref Ref) bool {
 // ListParams select a page of a list endpoint.
 type ListParams struct {
 	Kind     string
-	ParentID string // node pools of one cluster; the cluster must exist
+	ParentID string // children of one parent; the parent must exist
 	Search   string
 	Order    []search.OrderTerm
 	Page     int
@@ -142,12 +163,16 @@ type ListParams struct {
 
 // List returns a page and the total number of matches.
 func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, int64, error) {
+	k, err := s.kind(p.Kind)
+	if err != nil {
+		return nil, 0, err
+	}
 	if p.ParentID != "" {
-		if _, err := s.Get(ctx, Ref{Kind: resource.KindCluster, ID: p.ParentID}); err != nil {
+		if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
 			return nil, 0, err
 		}
 	}
-	where, err := search.Translate(p.Search, s.store.Dialect(), search.Options{Table: "resources", OwnerReferences: p.Kind == resource.KindNodePool})
+	where, err := search.Translate(p.Search, s.store.Dialect(), search.Options{Table: "resources", OwnerReferences: k.ParentKind != ""})
 	if err != nil {
 		var se *search.Error
 		if errors.As(err, &se) {
@@ -168,7 +193,11 @@ func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, 
 
 // Create validates and stores a new resource at generation 1.
 func (s *Service) Create(ctx context.Context, kind, parentID string, req *CreateRequest, actor string) (*resource.Resource, error) {
-	if errs := ValidateCreate(kind, req); len(errs) > 0 {
+	k, err := s.kind(kind)
+	if err != nil {
+		return nil, err
+	}
+	if errs := ValidateCreateFor(k, req); len(errs) > 0 {
 		return nil, problem.Validation(errs...)
 	}
 	if err := s.validateSpec(kind, req.Spec); err != nil {
@@ -184,31 +213,30 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 	if r.Labels == nil {
 		r.Labels = map[string]string{}
 	}
-	if parentID != "" {
-		r.OwnerReferences = &resource.OwnerReference{Kind: resource.KindCluster, ID: parentID, Href: resource.ClusterHref(parentID)}
-		r.Href = resource.NodePoolHref(parentID, r.ID)
-	} else {
-		r.Href = resource.ClusterHref(r.ID)
+	if k.ParentKind == "" {
+		parentID = ""
 	}
-	err := s.inTx(ctx, func(tx store.Tx) error {
+	r.OwnerReferences = s.kinds.Owner(kind, parentID)
+	r.Href = s.kinds.Href(kind, r.ID, parentID)
+	err = s.inTx(ctx, func(tx store.Tx) error {
 		if parentID != "" {
-			parent, err := tx.LockResource(ctx, resource.KindCluster, parentID)
+			parent, err := tx.LockResource(ctx, k.ParentKind, parentID)
 			if errors.Is(err, store.ErrNotFound) {
-				return problem.NotFound(resource.KindCluster, parentID)
+				return problem.NotFound(k.ParentKind, parentID)
 			}
 			if err != nil {
 				return err
 			}
 			if parent.DeletedTime != nil {
 				return problem.Newf(http.StatusConflict, problem.CodeBeingDeleted,
-					"cluster %s is being deleted; node pools cannot be added to it", parentID)
+					"%s %s is being deleted; %s cannot be added to it", strings.ToLower(k.ParentKind), parentID, pluralNoun(k))
 			}
 		}
 		if err := tx.CreateResource(ctx, r); err != nil {
 			if errors.Is(err, store.ErrNameConflict) {
 				scope := ""
 				if parentID != "" {
-					scope = " in cluster " + parentID
+					scope = " in " + strings.ToLower(k.ParentKind) + " " + parentID
 				}
 				return problem.Newf(http.StatusConflict, problem.CodeNameConflict,
 					"a %s named %q already exists%s; a name becomes free once its resource is removed", kind, req.Name, scope).
@@ -295,22 +323,7 @@ func (s *Service) Delete(ctx context.Context, ref Ref, actor string) (*resource.
 			return nil
 		}
 		now := s.clock()
-		if r.Kind == resource.KindCluster {
-			children, err := tx.Children(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			for i := range children {
-				child := &children[i]
-				if child.DeletedTime != nil {
-					continue
-				}
-				if err := s.markDeleting(ctx, tx, child, actor, now); err != nil {
-					return err
-				}
-			}
-		}
-		if err := s.markDeleting(ctx, tx, r, actor, now); err != nil {
+		if err := s.markSubtree(ctx, tx, r, actor, now); err != nil {
 			return err
 		}
 		if parent != nil {
@@ -323,6 +336,60 @@ func (s *Service) Delete(ctx context.Context, ref Ref, actor string) (*resource.
 	}
 	s.logFor(out).Info().Str("actor", actor).Msg("deletion requested")
 	return out, nil
+}
+
+// markSubtree marks a resource and, children first, its live descendants
+// deleting, so a cascade reaches any depth.
+func (s *Service) markSubtree(ctx context.Context, tx store.Tx, r *resource.Resource, actor string, now time.Time) error {
+	if s.kinds.HasChildren(r.Kind) {
+		children, err := tx.Children(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if err := s.checkRestrict(r, children); err != nil {
+			return err
+		}
+		for i := range children {
+			child := &children[i]
+			if child.DeletedTime != nil {
+				continue
+			}
+			if err := s.markSubtree(ctx, tx, child, actor, now); err != nil {
+				return err
+			}
+		}
+	}
+	return s.markDeleting(ctx, tx, r, actor, now)
+}
+
+// checkRestrict refuses to delete a resource that has live children of a
+// kind declared on_parent_delete: restrict, naming them so the caller knows
+// what to delete first. Children already being deleted do not hold it.
+func (s *Service) checkRestrict(r *resource.Resource, children []resource.Resource) error {
+	const shown = 10
+	var names []string
+	n := 0
+	for i := range children {
+		c := &children[i]
+		k, ok := s.kinds.Get(c.Kind)
+		if c.DeletedTime != nil || !ok || k.OnParentDelete != resource.OnParentDeleteRestrict {
+			continue
+		}
+		n++
+		if len(names) < shown {
+			names = append(names, fmt.Sprintf("%s %s (%s)", c.Kind, c.Name, c.ID))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	more := ""
+	if n > shown {
+		more = fmt.Sprintf(" and %d more", n-shown)
+	}
+	return problem.Newf(http.StatusConflict, problem.CodeHasChildren,
+		"%s %s still has %d live child resource(s) that restrict its deletion: %s%s; delete them first",
+		r.Kind, r.ID, n, strings.Join(names, ", "), more)
 }
 
 // markDeleting stamps deleted_time, bumps the generation, re-aggregates and
@@ -349,8 +416,8 @@ func (s *Service) settle(ctx context.Context, tx store.Tx, r *resource.Resource,
 	return tx.UpdateResource(ctx, r)
 }
 
-// settleParent re-evaluates a deleting cluster after one of its node pools
-// changed: the last node pool's removal may complete the cluster's deletion.
+// settleParent re-evaluates a deleting parent after one of its children
+// changed: the last child's removal may complete the parent's deletion.
 func (s *Service) settleParent(ctx context.Context, tx store.Tx, parent *resource.Resource, now time.Time) error {
 	if parent.DeletedTime == nil {
 		return nil
@@ -359,12 +426,9 @@ func (s *Service) settleParent(ctx context.Context, tx store.Tx, parent *resourc
 }
 
 func (s *Service) remove(ctx context.Context, tx store.Tx, r *resource.Resource, now time.Time, why string) error {
-	var children []resource.Resource
-	if r.Kind == resource.KindCluster {
-		var err error
-		if children, err = tx.Children(ctx, r.ID); err != nil {
-			return err
-		}
+	children, err := s.descendants(ctx, tx, r)
+	if err != nil {
+		return err
 	}
 	if err := tx.RemoveResource(ctx, r.ID); err != nil {
 		return err
@@ -379,6 +443,28 @@ func (s *Service) remove(ctx context.Context, tx store.Tx, r *resource.Resource,
 	}
 	s.logFor(r).Info().Str("why", why).Int("children", len(children)).Msg("removed")
 	return nil
+}
+
+// descendants lists a resource's subtree below it, each child after its
+// parent: the foreign keys remove them with it, and each needs its
+// "removed" outbox entry.
+func (s *Service) descendants(ctx context.Context, tx store.Tx, r *resource.Resource) ([]resource.Resource, error) {
+	if !s.kinds.HasChildren(r.Kind) {
+		return nil, nil
+	}
+	children, err := tx.Children(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := children
+	for i := range children {
+		below, err := s.descendants(ctx, tx, &children[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, below...)
+	}
+	return out, nil
 }
 
 // ForceDelete removes an already soft-deleted resource and its subtree at
@@ -525,7 +611,7 @@ func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resour
 		return false, err
 	}
 	children := 0
-	if r.Kind == resource.KindCluster {
+	if s.kinds.HasChildren(r.Kind) {
 		if children, err = tx.CountChildren(ctx, r.ID); err != nil {
 			return false, err
 		}
@@ -547,17 +633,30 @@ func (s *Service) lock(ctx context.Context, tx store.Tx, ref Ref) (*resource.Res
 	return r, err
 }
 
-// lockParent locks a node pool's cluster first, keeping the parent-before-
-// child lock order every transaction follows.
+// lockParent locks a child's parent first, keeping the parent-before-child
+// lock order every transaction follows.
 func (s *Service) lockParent(ctx context.Context, tx store.Tx, ref Ref) (*resource.Resource, error) {
 	if ref.ParentID == "" {
 		return nil, nil
 	}
-	p, err := tx.LockResource(ctx, resource.KindCluster, ref.ParentID)
+	k, err := s.kind(ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	p, err := tx.LockResource(ctx, k.ParentKind, ref.ParentID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, problem.NotFound(resource.KindCluster, ref.ParentID)
+		return nil, problem.NotFound(k.ParentKind, ref.ParentID)
 	}
 	return p, err
+}
+
+// pluralNoun names a child kind in messages: "node pools" for NodePool
+// under Cluster, as the contract's messages always have, else the plural.
+func pluralNoun(k resource.Kind) string {
+	if k.Kind == resource.KindNodePool {
+		return "node pools"
+	}
+	return k.Plural
 }
 
 func (s *Service) validateSpec(kind string, spec json.RawMessage) error {

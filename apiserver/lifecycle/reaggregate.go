@@ -9,7 +9,6 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
-	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // registeredSetting stores the adapter lists the conditions were last
@@ -34,7 +33,7 @@ func (s *Service) SyncRegistration(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	n := 0
-	for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
+	for _, kind := range s.kinds.Names() {
 		after := ""
 		for {
 			page, err := s.store.LiveResources(ctx, kind, after, 200)

@@ -35,17 +35,21 @@ type ForceDeleteRequest struct {
 	Reason string `json:"reason"`
 }
 
-// nameRules are the contract's name constraints per kind.
-var nameRules = map[string]struct{ min, max int }{
-	resource.KindCluster:  {3, 53},
-	resource.KindNodePool: {3, 15},
-}
-
 var namePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
-// ValidateCreate checks a create body against the contract; it reports every
-// problem at once.
+// ValidateCreate checks a create body of one of the default kinds.
 func ValidateCreate(kind string, req *CreateRequest) []problem.FieldError {
+	k, ok := resource.Defaults().Get(kind)
+	if !ok {
+		k = resource.Kind{Kind: kind, NameMinLen: resource.DefaultNameMinLen, NameMaxLen: resource.DefaultNameMaxLen}
+	}
+	return ValidateCreateFor(k, req)
+}
+
+// ValidateCreateFor checks a create body against the contract and the
+// kind's name limits; it reports every problem at once.
+func ValidateCreateFor(k resource.Kind, req *CreateRequest) []problem.FieldError {
+	kind := k.Kind
 	var errs []problem.FieldError
 	switch {
 	case req.Kind == "":
@@ -53,7 +57,7 @@ func ValidateCreate(kind string, req *CreateRequest) []problem.FieldError {
 	case req.Kind != kind:
 		errs = append(errs, problem.FieldError{Field: "kind", Value: req.Kind, Constraint: "enum=" + kind, Message: fmt.Sprintf("kind must be %q on this endpoint", kind)})
 	}
-	errs = append(errs, validateName(kind, req.Name)...)
+	errs = append(errs, validateName(k, req.Name)...)
 	errs = append(errs, validateSpec(req.Spec, true)...)
 	errs = append(errs, validateLabels(req.Labels)...)
 	return errs
@@ -81,14 +85,13 @@ func ValidateForceDelete(req *ForceDeleteRequest) []problem.FieldError {
 	return nil
 }
 
-func validateName(kind, name string) []problem.FieldError {
-	rule := nameRules[kind]
+func validateName(k resource.Kind, name string) []problem.FieldError {
 	switch {
 	case name == "":
 		return []problem.FieldError{{Field: "name", Constraint: "required", Message: "name is required"}}
-	case len(name) < rule.min || len(name) > rule.max:
-		return []problem.FieldError{{Field: "name", Value: truncate(name, 64), Constraint: fmt.Sprintf("length=%d..%d", rule.min, rule.max),
-			Message: fmt.Sprintf("a %s name must be %d to %d characters long (got %d)", kind, rule.min, rule.max, len(name))}}
+	case len(name) < k.NameMinLen || len(name) > k.NameMaxLen:
+		return []problem.FieldError{{Field: "name", Value: truncate(name, 64), Constraint: fmt.Sprintf("length=%d..%d", k.NameMinLen, k.NameMaxLen),
+			Message: fmt.Sprintf("a %s name must be %d to %d characters long (got %d)", k.Kind, k.NameMinLen, k.NameMaxLen, len(name))}}
 	case !namePattern.MatchString(name):
 		return []problem.FieldError{{Field: "name", Value: truncate(name, 64), Constraint: "pattern=" + namePattern.String(),
 			Message: "name must be lowercase letters, digits and '-', starting and ending with a letter or digit"}}

@@ -1,6 +1,7 @@
 // Package openapi serves the OpenAPI 3 document of the API (written by hand
-// in openapi.yaml and checked against the router by a test) and a page that
-// renders it without any network access.
+// in openapi.yaml for Cluster and NodePool, copied per kind for a kinds
+// table, and checked against the router by a test) and a page that renders
+// it without any network access.
 package openapi
 
 import (
@@ -41,6 +42,11 @@ func Operations() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return OperationsOf(raw)
+}
+
+// OperationsOf is Operations of a document given as JSON (DocumentFor).
+func OperationsOf(raw []byte) ([]string, error) {
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}

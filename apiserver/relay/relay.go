@@ -40,6 +40,8 @@ type Config struct {
 	Temporal client.Client
 	// Registered maps a kind to the adapters its workflows run.
 	Registered map[string][]string
+	// Kinds places each kind under its parent; the default kinds when nil.
+	Kinds *resource.Kinds
 	// Options tune the workflows it starts (and are re-sent with every
 	// signal, so running workflows pick up a change).
 	Options reconcile.Options
@@ -93,6 +95,9 @@ func New(cfg Config) *Relay {
 	}
 	if cfg.ResyncRate <= 0 {
 		cfg.ResyncRate = 200
+	}
+	if cfg.Kinds == nil {
+		cfg.Kinds = resource.Defaults()
 	}
 	cfg.Options = cfg.Options.WithDefaults()
 	r := &Relay{cfg: cfg, nudge: make(chan struct{}, 1), metrics: newMetrics(cfg.Registerer)}
@@ -465,6 +470,9 @@ func (r *Relay) forEach(ctx context.Context, n int, fn func(ctx context.Context,
 func (r *Relay) deliver(ctx context.Context, d Delivery) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
+	// The outbox and the start-up pass know kind and ids; the table adds
+	// the parent's kind and the path the workflow's adapters call.
+	d.Ref = reconcile.RefOf(r.cfg.Kinds, d.Ref.Kind, d.Ref.ID, d.Ref.ParentID)
 	log := r.cfg.Logger.With().Str("kind", d.Ref.Kind).Str("resource_id", d.Ref.ID).Int64("generation", d.Generation).Str("reason", d.Reason).Logger()
 	if d.Reason == reconcile.ReasonRemoved {
 		// A removed resource must not get a new workflow: only tell a
@@ -472,16 +480,16 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) error {
 		if err := r.signal(ctx, d.Ref, reconcile.Signal{Generation: d.Generation, Reason: reconcile.ReasonRemoved}); err != nil {
 			return err
 		}
-		if d.Ref.ParentID != "" {
+		if parentKind := r.parentKind(d.Ref.Kind); d.Ref.ParentID != "" && parentKind != "" {
 			// Only a deleting parent waits for its children; any other
 			// needs nothing from a child's removal.
-			parent, err := r.cfg.Store.GetResource(ctx, resource.KindCluster, d.Ref.ParentID)
+			parent, err := r.cfg.Store.GetResource(ctx, parentKind, d.Ref.ParentID)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 			case err != nil:
 				return fmt.Errorf("read the parent of %s %s: %w", d.Ref.Kind, d.Ref.ID, err)
 			case parent.DeletedTime != nil:
-				ref := reconcile.Ref{Kind: resource.KindCluster, ID: d.Ref.ParentID}
+				ref := reconcile.Ref{Kind: parentKind, ID: d.Ref.ParentID}
 				if err := r.signal(ctx, ref, reconcile.Signal{Reason: reconcile.ReasonChildRemoved}); err != nil {
 					return err
 				}
@@ -510,6 +518,16 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) error {
 	}
 	log.Debug().Msg("reconcile requested")
 	return nil
+}
+
+// parentKind is the kind of a child kind's parent.
+func (r *Relay) parentKind(kind string) string {
+	if k, ok := r.cfg.Kinds.Get(kind); ok {
+		return k.ParentKind
+	}
+	// A kind dropped from the table since its row was written: no parent
+	// workflow of a known kind can be waiting for it.
+	return ""
 }
 
 // signal tells a running workflow; a workflow that is not running has

@@ -1,6 +1,7 @@
 // Package specschema validates a resource's spec against an operator-supplied
-// OpenAPI document that names a ClusterSpec and/or NodePoolSpec schema (the
-// convention of upstream HyperFleet; other <Kind>Spec schemas are ignored).
+// OpenAPI document that names a schema per kind: the kind's spec_schema_name,
+// by default <Kind>Spec (ClusterSpec, NodePoolSpec: the convention of
+// upstream HyperFleet). Schemas of no served kind are ignored.
 package specschema
 
 import (
@@ -23,10 +24,13 @@ type Validator struct {
 	schemas map[string]*openapi3.Schema
 }
 
-// Load reads an OpenAPI 3 document. It must define at least one of
-// components.schemas.ClusterSpec and components.schemas.NodePoolSpec; a kind
-// without a schema is not validated.
-func Load(path string) (*Validator, error) {
+// Load reads an OpenAPI 3 document for the default kinds.
+func Load(path string) (*Validator, error) { return LoadFor(path, resource.Defaults()) }
+
+// LoadFor reads an OpenAPI 3 document. It must define the schema of at least
+// one kind, and of every kind with require_spec_schema; a kind without a
+// schema is not validated.
+func LoadFor(path string, kinds *resource.Kinds) (*Validator, error) {
 	loader := openapi3.NewLoader()
 	loader.IsExternalRefsAllowed = false
 	doc, err := loader.LoadFromFile(path)
@@ -37,16 +41,21 @@ func Load(path string) (*Validator, error) {
 		return nil, fmt.Errorf("spec schema %s: invalid OpenAPI document: %w", path, err)
 	}
 	v := &Validator{schemas: map[string]*openapi3.Schema{}}
-	for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
-		if doc.Components == nil {
-			break
+	var names []string
+	for _, k := range kinds.All() {
+		names = append(names, k.SpecSchemaName)
+		if doc.Components != nil {
+			if ref, ok := doc.Components.Schemas[k.SpecSchemaName]; ok && ref.Value != nil {
+				v.schemas[k.Kind] = ref.Value
+				continue
+			}
 		}
-		if ref, ok := doc.Components.Schemas[kind+"Spec"]; ok && ref.Value != nil {
-			v.schemas[kind] = ref.Value
+		if k.RequireSpecSchema {
+			return nil, fmt.Errorf("spec schema %s: components.schemas has no %s, which kind %s requires (require_spec_schema); add it or drop the requirement", path, k.SpecSchemaName, k.Kind)
 		}
 	}
 	if len(v.schemas) == 0 {
-		return nil, fmt.Errorf("spec schema %s: components.schemas has neither ClusterSpec nor NodePoolSpec; add the schema for the kinds to validate", path)
+		return nil, fmt.Errorf("spec schema %s: components.schemas has none of %s; add the schema for the kinds to validate", path, strings.Join(names, ", "))
 	}
 	return v, nil
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// SlowQuery logs statements slower than this at warn level.
 	SlowQuery time.Duration
 	Logger    zerolog.Logger
+	// Kinds builds each resource's href and owner reference; the default
+	// kinds when nil.
+	Kinds *resource.Kinds
 }
 
 type gormStore struct {
@@ -52,6 +55,7 @@ type gormStore struct {
 	sqlDB   *sql.DB
 	backend string
 	log     zerolog.Logger
+	kinds   *resource.Kinds
 }
 
 // Open connects to the configured backend and checks it answers. It does
@@ -109,7 +113,11 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	if cfg.ConnMaxLifetime > 0 {
 		sqlDB.SetConnMaxLifetime(cfg.ConnMaxLifetime)
 	}
-	s := &gormStore{db: db, sqlDB: sqlDB, backend: cfg.Driver, log: cfg.Logger}
+	kinds := cfg.Kinds
+	if kinds == nil {
+		kinds = resource.Defaults()
+	}
+	s := &gormStore{db: db, sqlDB: sqlDB, backend: cfg.Driver, log: cfg.Logger, kinds: kinds}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
@@ -264,7 +272,7 @@ func nonNilLabels(l map[string]string) map[string]string {
 	return l
 }
 
-func fromRow(row *resourceRow) (resource.Resource, error) {
+func fromRow(kinds *resource.Kinds, row *resourceRow) (resource.Resource, error) {
 	r := resource.Resource{
 		Kind: row.Kind, ID: row.ID, Name: row.Name, Generation: row.Generation,
 		Spec:        json.RawMessage(row.Spec),
@@ -284,12 +292,12 @@ func fromRow(row *resourceRow) (resource.Resource, error) {
 		t := row.DeletedTime.UTC()
 		r.DeletedTime = &t
 	}
+	parentID := ""
 	if row.ParentID != nil {
-		r.OwnerReferences = &resource.OwnerReference{Kind: resource.KindCluster, ID: *row.ParentID, Href: resource.ClusterHref(*row.ParentID)}
-		r.Href = resource.NodePoolHref(*row.ParentID, row.ID)
-	} else {
-		r.Href = resource.ClusterHref(row.ID)
+		parentID = *row.ParentID
 	}
+	r.OwnerReferences = kinds.Owner(row.Kind, parentID)
+	r.Href = kinds.Href(row.Kind, row.ID, parentID)
 	return r, nil
 }
 
@@ -337,7 +345,7 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s: %w", kind, id, err)
 	}
-	r, err := fromRow(&row)
+	r, err := fromRow(s.kinds, &row)
 	return &r, err
 }
 
@@ -373,7 +381,7 @@ func (s *gormStore) ListResources(ctx context.Context, q ListQuery) ([]resource.
 	}
 	out := make([]resource.Resource, 0, len(rows))
 	for i := range rows {
-		r, err := fromRow(&rows[i])
+		r, err := fromRow(s.kinds, &rows[i])
 		if err != nil {
 			return nil, 0, err
 		}
@@ -416,7 +424,7 @@ func (s *gormStore) LiveResources(ctx context.Context, kind, afterID string, lim
 	}
 	out := make([]resource.Resource, 0, len(rows))
 	for i := range rows {
-		r, err := fromRow(&rows[i])
+		r, err := fromRow(s.kinds, &rows[i])
 		if err != nil {
 			return nil, err
 		}
@@ -452,7 +460,7 @@ func (s *gormStore) CountResources(ctx context.Context, kind string) (int64, err
 
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&gormTx{db: tx, backend: s.backend})
+		return fn(&gormTx{db: tx, backend: s.backend, kinds: s.kinds})
 	})
 }
 
@@ -521,6 +529,7 @@ func (s *gormStore) PutSetting(ctx context.Context, key, value string) error {
 type gormTx struct {
 	db      *gorm.DB
 	backend string
+	kinds   *resource.Kinds
 }
 
 func (t *gormTx) LockResource(ctx context.Context, kind, id string) (*resource.Resource, error) {
@@ -536,7 +545,7 @@ func (t *gormTx) LockResource(ctx context.Context, kind, id string) (*resource.R
 	if err != nil {
 		return nil, fmt.Errorf("lock %s %s: %w", kind, id, err)
 	}
-	r, err := fromRow(&row)
+	r, err := fromRow(t.kinds, &row)
 	return &r, err
 }
 
@@ -589,7 +598,7 @@ func (t *gormTx) Children(ctx context.Context, parentID string) ([]resource.Reso
 	}
 	out := make([]resource.Resource, 0, len(rows))
 	for i := range rows {
-		r, err := fromRow(&rows[i])
+		r, err := fromRow(t.kinds, &rows[i])
 		if err != nil {
 			return nil, err
 		}

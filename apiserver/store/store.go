@@ -86,7 +86,7 @@ type Tx interface {
 	CreateResource(ctx context.Context, r *resource.Resource) error
 	// UpdateResource writes every mutable field of a resource.
 	UpdateResource(ctx context.Context, r *resource.Resource) error
-	// Children lists (and locks) the node pools of a cluster.
+	// Children lists (and locks) the direct children of a resource.
 	Children(ctx context.Context, parentID string) ([]resource.Resource, error)
 	CountChildren(ctx context.Context, parentID string) (int, error)
 	Statuses(ctx context.Context, resourceID string) ([]resource.AdapterStatus, error)

@@ -49,6 +49,9 @@ type devFlags struct {
 	uiPort       int
 	kubeconfig   string
 	taskconfigs  string
+	kinds        kindsFlag
+	// flags tells a flag given from one left at its default.
+	flags *pflag.FlagSet
 	// clusterAdapters and nodePoolAdapters replace the default choice
 	// when set (flag given).
 	clusterAdapters  []string
@@ -79,6 +82,7 @@ validation-job, nodepool-config).`,
 		}),
 	}
 	fs = cmd.Flags()
+	f.flags = fs
 	f.maestro.add(fs)
 	f.db.add(fs)
 	f.reconcile.add(fs)
@@ -88,6 +92,7 @@ validation-job, nodepool-config).`,
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "cluster for the Kubernetes adapters (default: $KUBECONFIG; without either they stay off)")
 	fs.StringVar(&f.taskconfigs, "taskconfigs", "", "directory of adapter directories (each holding adapter-config.yaml and adapter-task-config.yaml) to take adapters from instead of the shipped ones")
 	fs.StringSliceVar(&f.clusterAdapters, "cluster-adapters", nil, "adapters to run and register for clusters, by directory name (default: validation, plus landing-zone and validation-job with a cluster)")
+	f.kinds.add(fs)
 	fs.StringSliceVar(&f.nodePoolAdapters, "nodepool-adapters", nil, "adapters to run and register for node pools (default: nodepool-validation, plus nodepool-config with a cluster)")
 	return cmd
 }
@@ -110,14 +115,21 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	registered := map[string][]string{resource.KindCluster: {}, resource.KindNodePool: {}}
+	kinds, err := f.kinds.load(f.flags, log)
+	if err != nil {
+		return err
+	}
+	registered := map[string][]string{}
+	for _, kind := range kinds.Names() {
+		registered[kind] = []string{}
+	}
 	source := f.taskconfigs
 	if source == "" {
 		source = "the shipped adapters"
 	}
 	var files []worker.AdapterFiles
 	add := func(set map[string][]string) error {
-		for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
+		for _, kind := range kinds.Names() {
 			for _, name := range set[kind] {
 				dir, ok := dirs[name]
 				if !ok {
@@ -132,11 +144,16 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	// The default choice per kind: the adapters that need no cluster, plus
 	// the Kubernetes ones when there is a cluster. A flag replaces it; an
 	// adapter that needs a cluster without one then fails to load and says so.
+	// A kind of a kinds file runs the adapters the file requires.
 	chosen := map[string][]string{}
-	for _, kind := range []string{resource.KindCluster, resource.KindNodePool} {
-		chosen[kind] = append([]string{}, devAdapters[kind]...)
+	for _, k := range kinds.All() {
+		if _, shipped := devAdapters[k.Kind]; !shipped {
+			chosen[k.Kind] = k.RequiredAdapters
+			continue
+		}
+		chosen[k.Kind] = append([]string{}, devAdapters[k.Kind]...)
 		if kube != nil {
-			chosen[kind] = append(chosen[kind], devKubeAdapters[kind]...)
+			chosen[k.Kind] = append(chosen[k.Kind], devKubeAdapters[k.Kind]...)
 		}
 	}
 	if f.clusterAdapters != nil {
@@ -189,6 +206,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 		API: apiserver.Options{
 			Server:     apiserver.Config{Listen: f.listen, Version: version.Version, BuildTime: version.BuildTime},
 			Store:      storeCfg,
+			Kinds:      kinds,
 			Registered: registered,
 			Logger:     log,
 		},

@@ -17,6 +17,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/resource/kindsfile"
 )
 
 // EnvPrefix prefixes the environment variable of every flag.
@@ -134,9 +135,26 @@ func (a *adapterFlags) add(fs *pflag.FlagSet) {
 }
 
 // registered parses the lists; a list that was never set (flag or
-// environment) is left out so the API refuses to start with a clear message.
-func (a *adapterFlags) registered(fs *pflag.FlagSet) (map[string][]string, error) {
+// environment) is left out so the kind's required_adapters apply, or the API
+// refuses to start with a clear message. Kinds beyond the defaults have no
+// flag: HYPERFLEET_<KIND>_ADAPTERS alone overrides theirs.
+func (a *adapterFlags) registered(fs *pflag.FlagSet, kinds *resource.Kinds) (map[string][]string, error) {
 	out := map[string][]string{}
+	for _, kind := range kinds.Names() {
+		if kind == resource.KindCluster || kind == resource.KindNodePool {
+			continue
+		}
+		name := resource.RegistrationVariable(kind)
+		value, ok := os.LookupEnv(name)
+		if !ok {
+			continue
+		}
+		names, err := apiserver.ParseAdapterList(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", name, value, err)
+		}
+		out[kind] = names
+	}
 	for _, item := range []struct{ flag, kind, value string }{
 		{"cluster-adapters", resource.KindCluster, a.cluster},
 		{"nodepool-adapters", resource.KindNodePool, a.nodePool},
@@ -151,6 +169,35 @@ func (a *adapterFlags) registered(fs *pflag.FlagSet) (map[string][]string, error
 		out[item.kind] = names
 	}
 	return out, nil
+}
+
+// kindsFlag names the kinds file; HYPERFLEET_KINDS_FILE is its variable.
+type kindsFlag struct{ file string }
+
+const kindsFileVariable = EnvPrefix + "KINDS_FILE"
+
+func (k *kindsFlag) add(fs *pflag.FlagSet) {
+	fs.StringVar(&k.file, "kinds", "", "YAML kinds file (entities:) declaring the resource kinds to serve; default Cluster and NodePool ["+kindsFileVariable+"]")
+}
+
+// load reads the kinds file, or returns the default kinds without one.
+func (k *kindsFlag) load(fs *pflag.FlagSet, log zerolog.Logger) (*resource.Kinds, error) {
+	file := k.file
+	if !fs.Changed("kinds") {
+		file = os.Getenv(kindsFileVariable)
+	}
+	if file == "" {
+		return resource.Defaults(), nil
+	}
+	t, err := kindsfile.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range t.Warnings {
+		log.Warn().Str("file", file).Msg(w)
+	}
+	log.Info().Str("file", file).Strs("kinds", t.Names()).Msg("kinds file loaded")
+	return t.Kinds, nil
 }
 
 // bindEnvPreRun lets every command take its flags from HYPERFLEET_* too.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/hyperfleet/hyperfleet/apiserver"
@@ -28,6 +29,7 @@ type apiFlags struct {
 	jwt             auth.Config
 	db              dbFlags
 	adapters        adapterFlags
+	kinds           kindsFlag
 }
 
 // serveFlags are the API's plus the hand-off to Temporal.
@@ -57,14 +59,19 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.BoolVar(&a.jwt.ProtectService, "jwt-protect-service", false, "with --jwt-enabled, require a token on /metrics and /api/hyperfleet too")
 	a.db.add(fs)
 	a.adapters.add(fs)
+	a.kinds.add(fs)
 }
 
-func (a *apiFlags) options(cmd *cobra.Command) (apiserver.Options, error) {
+func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Options, error) {
 	storeCfg, err := a.db.config()
 	if err != nil {
 		return apiserver.Options{}, err
 	}
-	registered, err := a.adapters.registered(cmd.Flags())
+	kinds, err := a.kinds.load(cmd.Flags(), log)
+	if err != nil {
+		return apiserver.Options{}, err
+	}
+	registered, err := a.adapters.registered(cmd.Flags(), kinds)
 	if err != nil {
 		return apiserver.Options{}, err
 	}
@@ -75,6 +82,7 @@ func (a *apiFlags) options(cmd *cobra.Command) (apiserver.Options, error) {
 			Version: version.Version, BuildTime: version.BuildTime,
 		},
 		Store:       storeCfg,
+		Kinds:       kinds,
 		Registered:  registered,
 		Auth:        a.jwt,
 		SpecSchema:  a.specSchema,
@@ -97,7 +105,9 @@ start-up, makes sure every live resource has a workflow. /readyz then reports
 "workflow-engine" next to "database". Run the workflows and adapters with
 'hyperfleet worker'.
 
-HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.`,
+HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.
+With --kinds, every kind of the file is served; a kind whose
+required_adapters the file leaves out needs HYPERFLEET_<KIND>_ADAPTERS.`,
 		Args:    cobra.NoArgs,
 		PreRunE: bindEnvPreRun,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -105,7 +115,7 @@ HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.`,
 			if err != nil {
 				return err
 			}
-			opts, err := flags.api.options(cmd)
+			opts, err := flags.api.options(cmd, log)
 			if err != nil {
 				return err
 			}
@@ -113,7 +123,7 @@ HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.`,
 			ctx := cmd.Context()
 			startPprof(flags.api.pprofListen, log)
 			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
-				Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
+				Strs("kinds", opts.Kinds.Names()).Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
 				Bool("jwt", opts.Auth.Enabled).Str("temporal", flags.temporal.cfg.Address).Msg("starting HyperFleet API")
 			if flags.temporal.cfg.Address == "" {
 				log.Warn().Msg("no --temporal-address: changes are recorded in the outbox but nothing reconciles them until the API runs with one")

@@ -117,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.cancel = cancel
 
 	s.Relay = relay.New(relay.Config{
-		Store: app.Store, Temporal: cfg.Temporal, Registered: cfg.API.Registered,
+		Store: app.Store, Temporal: cfg.Temporal, Registered: app.Registered, Kinds: app.Kinds,
 		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate,
 		Registerer: app.Metrics.Registry, Logger: cfg.Logger.With().Str("component", "relay").Logger(),
 	})
@@ -219,7 +219,7 @@ func (s *Stack) warnUnhosted(engines []*executor.Engine) {
 	for _, e := range engines {
 		hosted[e.Name()] = true
 	}
-	for kind, names := range s.cfg.API.Registered {
+	for kind, names := range s.App.Registered {
 		for _, name := range names {
 			if !hosted[name] {
 				s.cfg.Logger.Warn().Str("kind", kind).Str("adapter", name).

@@ -28,6 +28,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
+	"github.com/hyperfleet/hyperfleet/resource/kindsfile"
 )
 
 var chart = filepath.Join("..", "..", "deploy", "helm", "hyperfleet")
@@ -329,5 +330,48 @@ func TestChartShipsTheDashboard(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no dashboard ConfigMap with dashboard.enabled: true")
+	}
+}
+
+// api.kinds becomes a ConfigMap the API loads as its kinds file.
+func TestChartKindsValue(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kinds", "example-kinds.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := render(t, "api:\n  kinds:\n"+indent(string(example), "    ")+"\n", "kinds-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range decode(t, manifest) {
+		byName[o.GetKind()+"/"+o.GetName()] = o
+	}
+	cm := byName["ConfigMap/hf-hyperfleet-kinds"]
+	if cm == nil {
+		t.Fatal("no kinds ConfigMap rendered")
+	}
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	tab, err := kindsfile.Parse("kinds.yaml", []byte(data["kinds.yaml"]))
+	if err != nil {
+		t.Fatalf("the rendered kinds file does not load: %v\n%s", err, data["kinds.yaml"])
+	}
+	if got := strings.Join(tab.Names(), ","); got != "Cluster,NodePool,Channel,Version,WifConfig" {
+		t.Errorf("rendered kinds %s", got)
+	}
+	api := container(t, byName, "Deployment/hf-hyperfleet-api")
+	if f := envOf(api)["HYPERFLEET_KINDS_FILE"]; f != "/etc/hyperfleet/kinds/kinds.yaml" {
+		t.Errorf("HYPERFLEET_KINDS_FILE = %q", f)
+	}
+	if mounts := fmt.Sprint(api["volumeMounts"]); !strings.Contains(mounts, "/etc/hyperfleet/kinds") {
+		t.Errorf("API mounts = %s", mounts)
+	}
+	// Without the value nothing changes.
+	plain, err := render(t, "api: {}\n", "kinds-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "KINDS_FILE") || strings.Contains(plain, "-kinds") {
+		t.Error("the chart renders kinds settings without api.kinds")
 	}
 }
