@@ -27,6 +27,8 @@ KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION
 TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/helm $(BIN)/maestro
 # helm renders and lints the chart in deploy/helm (tests/deploy).
 HELM_VERSION := v3.19.0
+# The linter `make lint` (and so `make test`) runs; settings in .golangci.yml.
+GOLANGCI_VERSION := v2.15.0
 
 .PHONY: all build run test test-tools lint vet fmt-check bench race fuzz clean help
 
@@ -45,7 +47,7 @@ run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, a
 	$(BIN)/hyperfleet dev $(RUN_FLAGS)
 
 # Tests that run the binary (worker and Temporal processes) share this build.
-test: fmt-check vet test-tools build ## vet, format check and every test (fuzz seed corpora included)
+test: lint test-tools build ## lint (gofmt, golangci-lint with go vet) and every test (fuzz seed corpora included)
 	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd, helm and maestro into bin/ (cached)
@@ -72,7 +74,12 @@ $(BIN)/helm:
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
-lint: fmt-check vet ## gofmt and go vet
+lint: fmt-check $(BIN)/golangci-lint ## gofmt, and golangci-lint (govet, staticcheck, errcheck, revive, gocritic, depguard import rules)
+	$(BIN)/golangci-lint run $(PKGS)
+
+$(BIN)/golangci-lint:
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 
 vet:
 	$(GO) vet $(PKGS)

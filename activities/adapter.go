@@ -71,7 +71,7 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		fn()
 		return time.Since(start)
 	}
-	heartbeatingWith(ctx, func() any { return current.Load() }, func(ctx context.Context) {
+	heartbeatingWith(ctx, current.Load, func(ctx context.Context) {
 		d := timed("preconditions", func() { st = a.Engine.Prepare(ctx, event) })
 		phases = append(phases,
 			phaseReport(executor.PhaseParams, st.Trace.Params.Outcome, st.Trace.Params.Reason, 0),

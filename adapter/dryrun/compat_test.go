@@ -34,7 +34,7 @@ func load(t *testing.T, adapter, task string) *taskconfig.Bundle {
 
 func run(t *testing.T, b *taskconfig.Bundle, responses, discovery string) *Report {
 	t.Helper()
-	in := Inputs{EventFile: filepath.Join(examples, "adapter-dryrun/event.json"), APIResponsesFile: responses, DiscoveryFile: discovery, Now: at, Env: map[string]string{}}
+	in := Inputs{EventFile: filepath.Join(examples, "adapter-dryrun", "event.json"), APIResponsesFile: responses, DiscoveryFile: discovery, Now: at, Env: map[string]string{}}
 	rep, err := Run(context.Background(), b, in)
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +70,12 @@ func conditions(p map[string]any) string {
 	return strings.Join(out, " ")
 }
 
-var apiResponses = filepath.Join(examples, "adapter-dryrun/dryrun-api-responses.json")
+var apiResponses = filepath.Join(examples, "adapter-dryrun", "dryrun-api-responses.json")
 
 func TestCompatKubernetesExample(t *testing.T) {
 	compat.Require(t, "that the upstream Kubernetes adapter example dry-runs to the expected requests and status")
 	b := load(t, "adapter-kubernetes/adapter-config.yaml", "adapter-kubernetes/adapter-task-config.yaml")
-	rep := run(t, b, apiResponses, filepath.Join(examples, "adapter-kubernetes/dryrun-discovery.json"))
+	rep := run(t, b, apiResponses, filepath.Join(examples, "adapter-kubernetes", "dryrun-discovery.json"))
 	// The discovery file holds both objects at the rendered generation (77):
 	// the cluster already has them, so the adapter skips both.
 	if rep.Result != "SUCCESS" || ops(rep.State) != "namespace=SKIP helloWorldJob=SKIP" {
@@ -99,7 +99,7 @@ func TestCompatKubernetesExample(t *testing.T) {
 func TestCompatMaestroExample(t *testing.T) {
 	compat.Require(t, "that the upstream Maestro adapter example dry-runs to the expected ManifestWork and status")
 	b := load(t, "adapter-maestro/adapter-config.yaml", "adapter-maestro/adapter-task-config.yaml")
-	rep := run(t, b, apiResponses, filepath.Join(examples, "adapter-maestro/dryrun-discovery.json"))
+	rep := run(t, b, apiResponses, filepath.Join(examples, "adapter-maestro", "dryrun-discovery.json"))
 	if rep.Result != "SUCCESS" {
 		t.Fatalf("result %s: %+v", rep.Result, rep.State.Meta)
 	}
@@ -216,7 +216,7 @@ func TestInputErrors(t *testing.T) {
 	for name, in := range map[string]Inputs{
 		"no event":         {},
 		"event without id": {EventFile: noID},
-		"bad regex":        {EventFile: filepath.Join(examples, "adapter-dryrun/event.json"), APIResponsesFile: bad},
+		"bad regex":        {EventFile: filepath.Join(examples, "adapter-dryrun", "event.json"), APIResponsesFile: bad},
 		"missing file":     {EventFile: filepath.Join(dir, "nope.json")},
 	} {
 		if _, err := Run(context.Background(), b, in); err == nil {

@@ -484,7 +484,7 @@ post:
 	}
 	// A failing structured condition stops at that precondition.
 	h.api.objects["/clusters/c1"].(map[string]any)["spec"] = map[string]any{"nodes": 1}
-	st, post, _ = h.run(t, event)
+	_, post, _ = h.run(t, event)
 	if r := post.Payloads["s"]["reason"].(string); !strings.Contains(r, `"getCluster" not met: getCluster.spec.nodes greaterThan 2 (got 1)`) {
 		t.Errorf("reason = %s", r)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -304,9 +305,13 @@ func newest(items []transport.Object) transport.Object {
 	return items[0]
 }
 
+// genOf reads an object's generation annotation; a missing or malformed
+// one counts as 0 (older than anything the adapter applied).
 func genOf(o transport.Object) int64 {
-	var g int64
-	fmt.Sscan(transport.Annotation(o, taskconfig.GenerationAnnotation), &g)
+	g, err := strconv.ParseInt(transport.Annotation(o, taskconfig.GenerationAnnotation), 10, 64)
+	if err != nil {
+		return 0
+	}
 	return g
 }
 

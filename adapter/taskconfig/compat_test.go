@@ -50,7 +50,7 @@ func TestCompatAdaptersValidate(t *testing.T) {
 	// The dry-run task configs come without an adapter config.
 	for _, f := range []string{"dryrun-kubernetes-delete-task-config.yaml", "dryrun-cel-showcase-task-config.yaml"} {
 		t.Run(f, func(t *testing.T) {
-			_, problems := Load("", filepath.Join(compatRoot, "upstream-adapter-examples/adapter-dryrun", f), Options{})
+			_, problems := Load("", filepath.Join(compatRoot, "upstream-adapter-examples", "adapter-dryrun", f), Options{})
 			if err := problems.Err(); err != nil {
 				t.Errorf("%v", err)
 			}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -162,8 +163,10 @@ func yamlErrorLine(err error) int {
 	if m == nil {
 		return 0
 	}
-	var n int
-	fmt.Sscanf(m[1], "%d", &n)
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0
+	}
 	return n
 }
 

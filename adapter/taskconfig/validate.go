@@ -266,13 +266,14 @@ func (v *validator) precondition(doc *document, path string, pc *Precondition, s
 	for j := range pc.Capture {
 		c := &pc.Capture[j]
 		cp := fmt.Sprintf("%s.capture[%d]", path, j)
-		if c.Name == "" {
+		switch {
+		case c.Name == "":
 			v.errorf(doc, cp+".name", "give the capture a name", "capture name is required")
-		} else if !identifierRE.MatchString(c.Name) || reserved[c.Name] {
+		case !identifierRE.MatchString(c.Name) || reserved[c.Name]:
 			v.errorf(doc, cp+".name", "use letters, digits and '_'", "capture name %q is not a valid identifier", c.Name)
-		} else if seenCap[c.Name] {
+		case seenCap[c.Name]:
 			v.errorf(doc, cp+".name", "use a unique name", "capture %q is defined twice", c.Name)
-		} else if sc[c.Name] {
+		case sc[c.Name]:
 			v.warnf(doc, cp+".name", "rename it if the shadowing is not intended", "capture %q replaces the param of the same name from here on", c.Name)
 		}
 		seenCap[c.Name] = true

@@ -223,7 +223,7 @@ func (r *Renderer) funcMap() gotemplate.FuncMap {
 		"trim":       strings.TrimSpace,
 		"trimPrefix": func(prefix, s string) string { return strings.TrimPrefix(s, prefix) },
 		"trimSuffix": func(suffix, s string) string { return strings.TrimSuffix(s, suffix) },
-		"replace":    func(old, new string, s any) string { return strings.ReplaceAll(toString(s), old, new) },
+		"replace":    func(from, to string, s any) string { return strings.ReplaceAll(toString(s), from, to) },
 		"contains":   func(sub string, s any) bool { return strings.Contains(toString(s), sub) },
 		"hasPrefix":  func(prefix string, s any) bool { return strings.HasPrefix(toString(s), prefix) },
 		"hasSuffix":  func(suffix string, s any) bool { return strings.HasSuffix(toString(s), suffix) },

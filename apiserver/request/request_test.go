@@ -66,7 +66,7 @@ func TestDecodeStrict(t *testing.T) {
 	tests := []struct {
 		body  string
 		field string
-		msg   string // empty = accepted
+		msg   string // accepted when empty
 	}{
 		{deep(MaxDepth - 1), "", ""},
 		{deep(MaxDepth), "spec", "more than 32 levels deep"},

@@ -296,9 +296,9 @@ func display(path string) string {
 	if path == "" {
 		return "the request body"
 	}
-	const max = 120
-	if len(path) > max {
-		return path[:max] + "..."
+	const shown = 120
+	if len(path) > shown {
+		return path[:shown] + "..."
 	}
 	return path
 }

@@ -39,11 +39,12 @@ func Validate(r *resource.StatusReport, now time.Time) []problem.FieldError {
 	add := func(field string, value any, constraint, msg string) {
 		errs = append(errs, problem.FieldError{Field: field, Value: value, Constraint: constraint, Message: msg})
 	}
-	if r.Adapter == "" {
+	switch {
+	case r.Adapter == "":
 		add("adapter", nil, "required", "adapter is required and must be a non-empty string")
-	} else if len(r.Adapter) > MaxAdapterLength {
+	case len(r.Adapter) > MaxAdapterLength:
 		add("adapter", clip(r.Adapter), fmt.Sprintf("maxLength=%d", MaxAdapterLength), fmt.Sprintf("adapter must be at most %d characters", MaxAdapterLength))
-	} else if !printable(r.Adapter) {
+	case !printable(r.Adapter):
 		add("adapter", r.Adapter, "printable", "adapter must be printable characters without spaces")
 	}
 	if r.ObservedGeneration < 1 {
@@ -82,11 +83,12 @@ func Validate(r *resource.StatusReport, now time.Time) []problem.FieldError {
 		if tooLong("type", c.Type, MaxConditionType) {
 			continue
 		}
-		if c.Type == "" {
+		switch {
+		case c.Type == "":
 			add(field+".type", nil, "required", "type is required and must be non-empty")
-		} else if !printable(c.Type) {
+		case !printable(c.Type):
 			add(field+".type", c.Type, "printable", "type must be printable characters without spaces")
-		} else if seen[c.Type] {
+		case seen[c.Type]:
 			add(field+".type", c.Type, "unique", fmt.Sprintf("condition type %q appears more than once", c.Type))
 		}
 		seen[c.Type] = true

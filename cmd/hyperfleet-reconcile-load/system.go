@@ -248,7 +248,8 @@ func (a *apiClient) get(ctx context.Context, id string) (resource.Resource, bool
 		}
 		return r, false, err
 	}
-	return r, true, json.Unmarshal(out, &r)
+	err = json.Unmarshal(out, &r)
+	return r, true, err
 }
 
 func (a *apiClient) clusters(ctx context.Context) ([]resource.Resource, error) {

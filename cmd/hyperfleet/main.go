@@ -18,17 +18,22 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/version"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run executes the command and returns the exit code, so that deferred
+// clean-up runs before the process exits.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "hyperfleet:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
-			os.Exit(ee.code)
+			return ee.code
 		}
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func newRootCommand() *cobra.Command {

@@ -128,7 +128,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 
 	if !cfg.NoWorkers {
 		if err := s.startWorkers(engines); err != nil {
-			s.Stop()
+			if stopErr := s.Stop(); stopErr != nil {
+				return nil, fmt.Errorf("%w (and stopping what had started: %v)", err, stopErr)
+			}
 			return nil, err
 		}
 	}

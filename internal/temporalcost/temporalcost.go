@@ -88,7 +88,7 @@ func Of(events []*historypb.HistoryEvent) Cost {
 			// The signal of a signal-with-start that started this run is
 			// part of the start's one action: it is the event right after
 			// the start.
-			if !(i == 1 && events[0].GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+			if i != 1 || events[0].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
 				c.Actions++
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:

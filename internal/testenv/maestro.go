@@ -97,7 +97,7 @@ func startMaestro() (*Maestro, error) {
 	}
 	dbURL, drop, err := NewPostgresDatabase()
 	if err != nil {
-		return nil, fmt.Errorf("Maestro's database: %w", err)
+		return nil, fmt.Errorf("database for Maestro: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "hyperfleet-maestro-")
 	if err != nil {

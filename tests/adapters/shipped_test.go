@@ -227,14 +227,14 @@ func TestValidationAdapter(t *testing.T) {
 	good := w.createCluster("valid-spec", map[string]any{"platform": map[string]any{"type": "gcp"}, "release": map[string]any{"version": "4.17.2"}})
 	bad := w.createCluster("invalid-spec", map[string]any{"platform": map[string]any{"type": "mainframe"}})
 
-	p, conds := reported(t, w.run(v, good), "clusterStatusPayload")
+	_, conds := reported(t, w.run(v, good), "clusterStatusPayload")
 	if conds != "Applied=True Available=True Health=True Finalized=False" {
 		t.Errorf("valid spec: %s", conds)
 	}
 	if got := condition(w.mustGet(good), "ValidationSuccessful"); got != "True/SpecValid" {
 		t.Errorf("ValidationSuccessful = %s", got)
 	}
-	p, conds = reported(t, w.run(v, bad), "clusterStatusPayload")
+	p, conds := reported(t, w.run(v, bad), "clusterStatusPayload")
 	if conds != "Applied=True Available=False Health=True Finalized=False" ||
 		conditionOf(p, "Available")["message"] != "spec.platform.type must be one of gcp, aws, azure, baremetal, none (got mainframe)" {
 		t.Errorf("invalid spec: %s %v", conds, conditionOf(p, "Available"))

@@ -238,14 +238,14 @@ func hostileQueryStrings(rng *rand.Rand) []string {
 	return out
 }
 
-func hostileIDs(rng *rand.Rand, real string) []string {
+func hostileIDs(rng *rand.Rand, target string) []string {
 	out := []string{
-		"%20" + real, real + "%09", real + "%c2%a0", strings.ToUpper(real), real[:35], real + "0",
+		"%20" + target, target + "%09", target + "%c2%a0", strings.ToUpper(target), target[:35], target + "0",
 		"..", "..%2f..%2fetc%2fpasswd", "%00", "'%20OR%201=1--", strings.Repeat("a", 5000), "%ff%fe", "null", "0", "-1",
 	}
 	hexdigits := "0123456789abcdefABCDEF-%'\" "
 	for i := 0; i < 100; i++ {
-		b := []byte(real)
+		b := []byte(target)
 		b[rng.Intn(len(b))] = hexdigits[rng.Intn(len(hexdigits))]
 		out = append(out, url.PathEscape(string(b)))
 	}

@@ -419,7 +419,8 @@ func (s *system) view(kind, id string) (reconcile.View, error) {
 	if err != nil {
 		return v, err
 	}
-	return v, res.Get(&v)
+	err = res.Get(&v)
+	return v, err
 }
 
 func (s *system) describeWorkflow(kind, id string) *workflowInfo {

@@ -246,19 +246,6 @@ func TestHandDeletedObjectIsRecreatedOnWake(t *testing.T) {
 	s.waitReady(c, 1, 30*time.Second)
 }
 
-func (s *system) configMapsOf(namespace string) []string {
-	s.t.Helper()
-	list, err := s.cs.CoreV1().ConfigMaps(namespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	var out []string
-	for _, cm := range list.Items {
-		out = append(out, cm.Name)
-	}
-	return out
-}
-
 // readyWatch samples resources' Ready condition until stopped and records
 // every sample that was not Reconciled.
 type readyWatch struct {
