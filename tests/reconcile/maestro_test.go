@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,4 +73,102 @@ func TestMaestroAdapterThroughTemporal(t *testing.T) {
 	if bundles := m.ResourceBundles(t, "source='cl-maestro'"); len(bundles) != 0 {
 		t.Errorf("after deletion Maestro holds %d ManifestWorks of cl-maestro", len(bundles))
 	}
+}
+
+// One adapter with a Kubernetes resource and a Maestro resource side by
+// side (upstream runs one transport per process): upstream's cl-maestro
+// with a namespace applied directly to the kube-apiserver added in front of
+// its ManifestWork. Both are created, the cluster becomes Ready, and both
+// are removed on DELETE before the cluster goes.
+func TestMixedTransportsInOneAdapter(t *testing.T) {
+	compat.Require(t, "an adapter mixing a Kubernetes resource with upstream's cl-maestro ManifestWork")
+	m := testenv.MaestroServer(t)
+	m.RegisterConsumer(t, "cluster1")
+	opts := defaultOptions()
+	opts.noWorkers = true
+	opts.registered = map[string][]string{hf.KindCluster: {"mixed-transports"}, hf.KindNodePool: {}}
+	s := newSystem(t, opts)
+	m.StartAgent(t, "cluster1", s.kube)
+	s.startReconciler()
+	dir := mixedTransportsAdapter(t)
+	startProcess(t, "hyperfleet worker", []string{"worker", "--log-format", "json",
+		"--temporal-address", s.temporalAddr, "--api-base-url", s.url, "--adapter-dir", dir, "--metrics-listen", "",
+		"--kubeconfig", s.kube.Kubeconfig,
+		"--maestro-grpc-server-address", m.GRPCAddr, "--maestro-http-server-address", m.HTTPURL})
+
+	c := s.createCluster("e2e-mixed", map[string]any{"platform": map[string]any{"type": "gcp"}})
+	s.waitReady(c, 1, 120*time.Second)
+	ctx := context.Background()
+	direct := strings.ToLower(c.ID) + "-direct"
+	viaMaestro := strings.ToLower(c.ID) + "-mixed-transports-namespace"
+	for _, ns := range []string{direct, viaMaestro} {
+		if _, err := s.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+			t.Errorf("namespace %s: %v", ns, err)
+		}
+	}
+	if bundles := m.ResourceBundles(t, "source='mixed-transports'"); len(bundles) != 1 {
+		t.Errorf("Maestro holds %d ManifestWorks of the mixed adapter, want 1", len(bundles))
+	}
+
+	s.mustDo("DELETE", path(c), nil, 202)
+	s.waitGone(c, 180*time.Second)
+	for _, ns := range []string{direct, viaMaestro} {
+		eventually(t, 90*time.Second, func() (bool, string) {
+			_, err := s.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("namespace %s still there: %v", ns, err)
+		}, nil)
+	}
+}
+
+// mixedTransportsAdapter writes upstream's cl-maestro, renamed, with a
+// Kubernetes namespace as its first resource.
+func mixedTransportsAdapter(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(compat.Dir(), "upstream-e2e-adapters", "cl-maestro")
+	dir := filepath.Join(t.TempDir(), "mixed-transports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	cfg := read("adapter-config.yaml")
+	cfg = strings.Replace(cfg, "name: cl-maestro", "name: mixed-transports", 1)
+	cfg = strings.Replace(cfg, `source_id: "cl-maestro"`, `source_id: "mixed-transports"`, 1)
+	cfg = strings.Replace(cfg, "clients:\n", "clients:\n  kubernetes:\n    api_version: v1\n", 1)
+	task := read("adapter-task-config.yaml")
+	task = strings.Replace(task, "resources:\n", `resources:
+  - name: "directNamespace"
+    transport:
+      client: "kubernetes"
+    manifest:
+      apiVersion: v1
+      kind: Namespace
+      metadata:
+        name: "{{ .clusterId | lower }}-direct"
+        annotations:
+          hyperfleet.io/generation: "{{ .generation }}"
+    discovery:
+      by_name: "{{ .clusterId | lower }}-direct"
+    lifecycle:
+      delete:
+        propagationPolicy: Background
+        when:
+          expression: "is_deleting"
+`, 1)
+	if !strings.Contains(cfg, "name: mixed-transports") || !strings.Contains(cfg, `source_id: "mixed-transports"`) || !strings.Contains(task, "directNamespace") {
+		t.Fatal("cl-maestro changed shape: update mixedTransportsAdapter")
+	}
+	files := map[string]string{"adapter-config.yaml": cfg, "adapter-task-config.yaml": task,
+		"adapter-task-resource-manifestwork.yaml": read("adapter-task-resource-manifestwork.yaml")}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
