@@ -98,6 +98,10 @@ bench: test-tools build ## Go benchmarks, the API load driver, and reconcile lat
 	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 1 --modes temporal,poll
 	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 20 --modes temporal,poll
 	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 10 --scenario changes
+	$(BIN)/hyperfleet-reconcile-load --workload maestro --chain-dir $(CHAIN_DIR) --clusters 1 --modes temporal
+	$(BIN)/hyperfleet-reconcile-load --workload maestro --chain-dir $(CHAIN_DIR) --clusters 50 --modes temporal
+	$(BIN)/hyperfleet-reconcile-load --workload namespace --chain-dir $(CHAIN_DIR) --clusters 1 --modes temporal
+	$(BIN)/hyperfleet-reconcile-load --workload namespace --chain-dir $(CHAIN_DIR) --clusters 50 --modes temporal
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 10 --scenario changes
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 200 --modes temporal,poll
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 1000 --modes temporal,poll --timeout 30m

@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
@@ -62,8 +63,8 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.workload, "workload", "shipped", "adapters to run: shipped (validation, landing-zone, validation-job) or chain (cl-namespace, cl-job, cl-deployment)")
-	flag.StringVar(&o.chainDir, "chain-dir", "../shared/compat/upstream-e2e-adapters", "directory holding upstream's cl-namespace, cl-job and cl-deployment adapters")
+	flag.StringVar(&o.workload, "workload", "shipped", "adapters to run: shipped (validation, landing-zone, validation-job), chain (cl-namespace, cl-job, cl-deployment), maestro (cl-maestro through a real Maestro server and agent) or namespace (cl-namespace alone)")
+	flag.StringVar(&o.chainDir, "chain-dir", "../shared/compat/upstream-e2e-adapters", "directory holding upstream's end-to-end adapters (cl-namespace, cl-job, cl-deployment, cl-maestro)")
 	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle, restart")
 	flag.IntVar(&o.clusters, "clusters", 200, "clusters to create")
 	flag.IntVar(&o.concurrency, "concurrency", 20, "concurrent POSTs")
@@ -108,6 +109,19 @@ func run(o options) error {
 	}
 	defer pods.Stop()
 	env := &bench{o: o, w: w, kube: kube}
+	if w.maestro {
+		m, err := testenv.StartMaestro()
+		if err != nil {
+			return fmt.Errorf("a Maestro server is needed (make test-tools builds it into bin/): %w", err)
+		}
+		if err := m.Register("cluster1"); err != nil {
+			return err
+		}
+		if err := m.Agent("cluster1", kube); err != nil {
+			return err
+		}
+		env.maestro = maestrotransport.Overrides{GRPCAddress: m.GRPCAddr, HTTPAddress: m.HTTPURL}
+	}
 	fmt.Printf("workload %s (%s), pod stand-in delay %s, GOMAXPROCS=%d, %s\n\n", w.name, strings.Join(w.adapters, ", "),
 		o.podDelay, runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	switch o.scenario {

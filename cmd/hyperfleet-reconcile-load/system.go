@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperfleet/hyperfleet/adapter/metrics"
+	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
@@ -39,6 +40,8 @@ type bench struct {
 	o    options
 	w    *workload
 	kube *testenv.Kube
+	// maestro points the adapters at the bench's Maestro server.
+	maestro maestrotransport.Overrides
 }
 
 // system is one HyperFleet under measurement: the embedded stack
@@ -71,7 +74,8 @@ func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) 
 		Registered: map[string][]string{resource.KindCluster: b.w.adapters, resource.KindNodePool: {}},
 		Logger:     zerolog.Nop(),
 	}
-	deps := worker.AdapterDeps{Kube: func() (*rest.Config, error) { return b.kube.Config, nil }, Metrics: metrics.New(sys.registry), Logger: zerolog.Nop()}
+	deps := worker.AdapterDeps{Kube: func() (*rest.Config, error) { return b.kube.Config, nil }, Metrics: metrics.New(sys.registry), Logger: zerolog.Nop(),
+		Maestro: b.maestro}
 	var base string
 	switch mode {
 	case "temporal":

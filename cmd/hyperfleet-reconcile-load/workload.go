@@ -15,6 +15,8 @@ type workload struct {
 	adapters []string
 	files    []worker.AdapterFiles
 	cleanup  func()
+	// maestro: the adapters publish through a real Maestro server and agent.
+	maestro bool
 }
 
 func loadWorkload(name, chainDir string) (*workload, error) {
@@ -30,17 +32,34 @@ func loadWorkload(name, chainDir string) (*workload, error) {
 		}
 		return newWorkload(name, dirs, func() { _ = os.RemoveAll(dir) }, "validation", "landing-zone", "validation-job")
 	case "chain":
-		dirs := map[string]string{}
-		for _, a := range []string{"cl-namespace", "cl-job", "cl-deployment"} {
-			d := filepath.Join(chainDir, a)
-			if _, err := os.Stat(filepath.Join(d, "adapter-task-config.yaml")); err != nil {
-				return nil, fmt.Errorf("the chain workload runs upstream HyperFleet's end-to-end adapters: %s not found (pass --chain-dir): %w", a, err)
-			}
-			dirs[a] = d
+		return upstreamWorkload(name, chainDir, "cl-namespace", "cl-job", "cl-deployment")
+	case "maestro":
+		// Upstream's cl-maestro: a ManifestWork (namespace and config map)
+		// through Maestro, Available from the agent's status feedback.
+		w, err := upstreamWorkload(name, chainDir, "cl-maestro")
+		if w != nil {
+			w.maestro = true
 		}
-		return newWorkload(name, dirs, func() {}, "cl-namespace", "cl-job", "cl-deployment")
+		return w, err
+	case "namespace":
+		// Upstream's cl-namespace: a namespace applied directly, the
+		// Kubernetes-transport counterpart of the maestro workload.
+		return upstreamWorkload(name, chainDir, "cl-namespace")
 	}
-	return nil, fmt.Errorf("unknown --workload %q (shipped, chain)", name)
+	return nil, fmt.Errorf("unknown --workload %q (shipped, chain, maestro, namespace)", name)
+}
+
+// upstreamWorkload runs upstream HyperFleet's end-to-end adapters from dir.
+func upstreamWorkload(name, dir string, adapters ...string) (*workload, error) {
+	dirs := map[string]string{}
+	for _, a := range adapters {
+		d := filepath.Join(dir, a)
+		if _, err := os.Stat(filepath.Join(d, "adapter-task-config.yaml")); err != nil {
+			return nil, fmt.Errorf("the %s workload runs upstream HyperFleet's end-to-end adapters: %s not found (pass --chain-dir): %w", name, a, err)
+		}
+		dirs[a] = d
+	}
+	return newWorkload(name, dirs, func() {}, adapters...)
 }
 
 func newWorkload(name string, dirs map[string]string, cleanup func(), adapters ...string) (*workload, error) {

@@ -67,11 +67,18 @@ var (
 // id, and consumers are registered once (RegisterConsumer is idempotent).
 func MaestroServer(t testing.TB) *Maestro {
 	t.Helper()
-	maestroOnce.Do(func() { maestroShared, maestroErr = startMaestro() })
-	if maestroErr != nil {
-		t.Fatalf("a Maestro server is needed for this test: %v", maestroErr)
+	m, err := StartMaestro()
+	if err != nil {
+		t.Fatalf("a Maestro server is needed for this test: %v", err)
 	}
-	return maestroShared
+	return m
+}
+
+// StartMaestro starts the process-wide Maestro server outside a test (load
+// drivers); StopAll stops it.
+func StartMaestro() (*Maestro, error) {
+	maestroOnce.Do(func() { maestroShared, maestroErr = startMaestro() })
+	return maestroShared, maestroErr
 }
 
 // NewMaestro starts a Maestro server of the test's own (one it may stop and
@@ -205,16 +212,24 @@ func (m *Maestro) Stop() {
 // API; an existing one is fine.
 func (m *Maestro) RegisterConsumer(t testing.TB, name string) {
 	t.Helper()
+	if err := m.Register(name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Register is RegisterConsumer outside a test (load drivers).
+func (m *Maestro) Register(name string) error {
 	body, _ := json.Marshal(map[string]string{"name": name})
 	resp, err := http.Post(m.HTTPURL+"/api/maestro/v1/consumers", "application/json", bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("register Maestro consumer %s: %v", name, err)
+		return fmt.Errorf("register Maestro consumer %s: %w", name, err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusConflict && !strings.Contains(string(out), "already exists") {
-		t.Fatalf("register Maestro consumer %s: HTTP %d: %s", name, resp.StatusCode, out)
+		return fmt.Errorf("register Maestro consumer %s: HTTP %d: %s", name, resp.StatusCode, out)
 	}
+	return nil
 }
 
 // ResourceBundles lists the REST API's resource bundles (ManifestWorks as
@@ -265,12 +280,19 @@ func MaestroAgentFlags(consumer, brokerConfig, kubeconfig string, listenPort int
 // applied work in. It stops with the server.
 func (m *Maestro) StartAgent(t testing.TB, consumer string, kube *Kube) {
 	t.Helper()
-	if err := InstallAppliedManifestWorkCRD(kube); err != nil {
+	if err := m.Agent(consumer, kube); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Agent is StartAgent outside a test (load drivers).
+func (m *Maestro) Agent(consumer string, kube *Kube) error {
+	if err := InstallAppliedManifestWorkCRD(kube); err != nil {
+		return err
 	}
 	port, err := freePort()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	brokerCfg := filepath.Join(m.dir, "broker.yaml")
 	m.mu.Lock()
@@ -278,9 +300,10 @@ func (m *Maestro) StartAgent(t testing.TB, consumer string, kube *Kube) {
 	cmd, err := m.spawn("maestro-agent-"+consumer, []string{"POD_NAME=" + consumer + "-agent"},
 		MaestroAgentFlags(consumer, brokerCfg, kube.Kubeconfig, port)...)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	m.agents = append(m.agents, cmd)
+	return nil
 }
 
 // Log returns the server's log (for failure messages).
