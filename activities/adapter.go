@@ -229,7 +229,7 @@ func eventMap(ev resource.Event) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	event, _ := jsonvalue.Normalize(v).(map[string]any)
+	event, _ := jsonvalue.NormalizeInPlace(v).(map[string]any)
 	return event, nil
 }
 

@@ -832,7 +832,7 @@ func TestCheckOperators(t *testing.T) {
 		{"notExists", "x", true, nil, false},
 	}
 	for _, tc := range tests {
-		got, err := Check(tc.op, tc.actual, tc.found, taskconfig.Normalize(tc.value))
+		got, err := Check(tc.op, tc.actual, tc.found, taskconfig.NormalizedCopy(tc.value))
 		if err != nil || got != tc.want {
 			t.Errorf("Check(%s, %v, %v) = %v, %v; want %v", tc.op, tc.actual, tc.value, got, err, tc.want)
 		}

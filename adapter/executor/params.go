@@ -42,7 +42,7 @@ func (e *Engine) params(ctx context.Context, st *State) {
 			value = nil
 			switch {
 			case p.Default != nil:
-				value = taskconfig.Normalize(p.Default)
+				value = taskconfig.NormalizedCopy(p.Default)
 			case p.Required:
 				err = fmt.Errorf("required param %q: %s has no value", p.Name, step.Source)
 			}
@@ -82,7 +82,7 @@ func defaultOf(p *taskconfig.Param) any {
 	if p.Default == nil {
 		return nil
 	}
-	v := taskconfig.Normalize(p.Default)
+	v := taskconfig.NormalizedCopy(p.Default)
 	if p.Type != "" {
 		if c, err := taskconfig.Convert(v, p.Type); err == nil {
 			return c

@@ -139,7 +139,7 @@ func (e *Engine) buildPayload(ctx context.Context, st *State, pl *taskconfig.Pay
 		}
 	}
 	data := e.templateData(st, extra)
-	out, err := e.buildValue(ctx, "", taskconfig.Normalize(build), celVars, data)
+	out, err := e.buildValue(ctx, "", taskconfig.NormalizedCopy(build), celVars, data)
 	if err != nil {
 		return nil, err
 	}

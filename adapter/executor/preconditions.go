@@ -67,7 +67,7 @@ func (e *Engine) precondition(ctx context.Context, st *State, pc *taskconfig.Pre
 		if err != nil {
 			return fail(fmt.Errorf("condition on %s: %w", c.Field, err))
 		}
-		ok, err := Check(c.Operator, actual, found, taskconfig.Normalize(c.Value))
+		ok, err := Check(c.Operator, actual, found, taskconfig.NormalizedCopy(c.Value))
 		if err != nil {
 			return fail(fmt.Errorf("condition on %s: %w", c.Field, err))
 		}
@@ -109,7 +109,7 @@ func (e *Engine) capture(ctx context.Context, precondition string, body any, c *
 			return out, err
 		}
 		if !found || v == nil {
-			v = taskconfig.Normalize(c.Default)
+			v = taskconfig.NormalizedCopy(c.Default)
 			if c.Default == nil {
 				out.Warning = fmt.Sprintf("field %s not in the response; set a default or use expression with has() to silence this", c.Field)
 			}
@@ -132,7 +132,7 @@ func (e *Engine) capture(ctx context.Context, precondition string, body any, c *
 	v, err := p.Eval(ctx, vars)
 	if err != nil {
 		if c.Default != nil {
-			out.Value, out.Warning = taskconfig.Normalize(c.Default), err.Error()+"; using the default"
+			out.Value, out.Warning = taskconfig.NormalizedCopy(c.Default), err.Error()+"; using the default"
 			return out, nil
 		}
 		return out, err

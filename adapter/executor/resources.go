@@ -226,6 +226,9 @@ func (e *Engine) recreate(ctx context.Context, t transport.Transport, target str
 	if err := t.Delete(ctx, target, ref, taskconfig.PropagationBackground); err != nil {
 		return nil, err
 	}
+	// Wall-clock time on purpose: this waits for the cluster to finish a
+	// deletion, and the engine's injectable clock (Options.Now, what CEL and
+	// templates see) is frozen in tests.
 	deadline := time.Now().Add(e.opts.RecreateTimeout)
 	for {
 		live, err := t.Get(ctx, target, ref)
@@ -374,7 +377,7 @@ func (e *Engine) renderManifest(r *taskconfig.Resource, data map[string]any) (tr
 	if obj == nil {
 		return nil, errors.New("the rendered manifest is empty")
 	}
-	return taskconfig.Normalize(obj).(map[string]any), nil
+	return taskconfig.NormalizedCopy(obj).(map[string]any), nil
 }
 
 // renderTree renders every string (keys included) of an inline manifest.

@@ -87,9 +87,9 @@ func (s *State) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	p.Event, _ = jsonvalue.Normalize(reNumber(p.Event)).(map[string]any)
-	p.Vars, _ = jsonvalue.Normalize(reNumber(p.Vars)).(map[string]any)
-	p.Resources, _ = jsonvalue.Normalize(reNumber(p.Resources)).(map[string]any)
+	p.Event, _ = jsonvalue.NormalizeInPlace(reNumber(p.Event)).(map[string]any)
+	p.Vars, _ = jsonvalue.NormalizeInPlace(reNumber(p.Vars)).(map[string]any)
+	p.Resources, _ = jsonvalue.NormalizeInPlace(reNumber(p.Resources)).(map[string]any)
 	*s = State(p)
 	return nil
 }

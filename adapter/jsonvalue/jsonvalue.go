@@ -21,12 +21,12 @@ func Decode(data []byte) (any, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after the JSON document")
 	}
-	return Normalize(v), nil
+	return NormalizeInPlace(v), nil
 }
 
-// Normalize converts json.Number (and other integer kinds) in a decoded
+// NormalizeInPlace converts json.Number (and other integer kinds) in a decoded
 // tree into int64 or float64, in place.
-func Normalize(v any) any {
+func NormalizeInPlace(v any) any {
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
@@ -36,11 +36,11 @@ func Normalize(v any) any {
 		return f
 	case map[string]any:
 		for k, e := range x {
-			x[k] = Normalize(e)
+			x[k] = NormalizeInPlace(e)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = Normalize(e)
+			x[i] = NormalizeInPlace(e)
 		}
 	case int:
 		return int64(x)

@@ -310,7 +310,7 @@ func (m *Manifest) UnmarshalYAML(n *yaml.Node) error {
 		if err := n.Decode(&inline); err != nil {
 			return err
 		}
-		m.Inline = Normalize(inline).(map[string]any)
+		m.Inline = NormalizedCopy(inline).(map[string]any)
 		return nil
 	}
 	return fmt.Errorf("line %d: manifest must be a mapping, a block scalar (|) or {ref: file}", n.Line)
@@ -409,28 +409,28 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Normalize turns YAML-decoded values into the JSON-shaped values the
+// NormalizedCopy turns YAML-decoded values into the JSON-shaped values the
 // engine uses: map[string]any, []any, int64, float64, string, bool, nil.
 // It returns a copy and never writes to v: the values it is given are often
 // the loaded config's, shared by every run of an adapter at once.
-func Normalize(v any) any {
+func NormalizedCopy(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = Normalize(e)
+			out[k] = NormalizedCopy(e)
 		}
 		return out
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[fmt.Sprint(k)] = Normalize(e)
+			out[fmt.Sprint(k)] = NormalizedCopy(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = Normalize(e)
+			out[i] = NormalizedCopy(e)
 		}
 		return out
 	case int:

@@ -19,8 +19,8 @@ func TestNormalizeConvertsWithoutWritingItsInput(t *testing.T) {
 		"nested": map[string]any{"k": int64(7)},
 		"list":   []any{int64(1), map[string]any{"u": int64(9)}},
 	}
-	if got := Normalize(in); !reflect.DeepEqual(got, want) {
-		t.Errorf("Normalize = %#v, want %#v", got, want)
+	if got := NormalizedCopy(in); !reflect.DeepEqual(got, want) {
+		t.Errorf("NormalizedCopy = %#v, want %#v", got, want)
 	}
 	// The input is a loaded config shared by concurrent runs: untouched.
 	if _, ok := in["count"].(int); !ok {
@@ -39,7 +39,7 @@ func TestNormalizeConcurrently(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 2000 {
-				Normalize(shared)
+				NormalizedCopy(shared)
 			}
 		})
 	}

@@ -198,7 +198,7 @@ func (v *validator) param(doc *document, path string, p *Param, sc scope) {
 		v.errorf(doc, path+".type", "use string, int, int64, float, float64 or bool", "unknown type %q", p.Type)
 	}
 	if p.Default != nil && p.Type != "" {
-		if _, err := Convert(Normalize(p.Default), p.Type); err != nil {
+		if _, err := Convert(NormalizedCopy(p.Default), p.Type); err != nil {
 			v.errorf(doc, path+".default", "make the default match the type", "default %v: %v", p.Default, err)
 		}
 	}
@@ -484,7 +484,7 @@ func (v *validator) post(doc *document, p *Post, sc, celScope scope) {
 		case pl.Build == nil && pl.BuildRef == "":
 			v.errorf(doc, path, "add build (the payload) or build_ref (a file holding it)", "payload %q builds nothing", pl.Name)
 		case pl.Build != nil:
-			v.build(doc, path+".build", Normalize(pl.Build), tplScope, celScope)
+			v.build(doc, path+".build", NormalizedCopy(pl.Build), tplScope, celScope)
 		default:
 			v.buildRef(doc, path+".build_ref", pl, tplScope, celScope)
 		}
@@ -523,7 +523,7 @@ func (v *validator) buildRef(doc *document, path string, pl *Payload, tplScope, 
 		return
 	}
 	v.b.Refs[pl.BuildRef], v.b.RefFiles[pl.BuildRef] = string(data), local
-	v.build(&document{file: local, lines: map[string]int{}}, "", Normalize(build), tplScope, celScope)
+	v.build(&document{file: local, lines: map[string]int{}}, "", NormalizedCopy(build), tplScope, celScope)
 }
 
 // build checks a payload tree: strings are templates, {expression} is CEL,
