@@ -203,7 +203,7 @@ func (a *Adapter) logRetry(ctx context.Context, st *executor.State) {
 
 func summarize(st *executor.State, post *executor.PostResult) reconcile.Summary {
 	s := reconcile.Summary{
-		ExecutionStatus:  st.Meta.ExecutionStatus,
+		ExecutionStatus:  reconcile.ExecutionStatus(st.Meta.ExecutionStatus),
 		ResourcesSkipped: st.Meta.ResourcesSkipped,
 		SkipReason:       st.Meta.SkipReason,
 		Gone:             st.Gone,

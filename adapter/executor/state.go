@@ -6,10 +6,13 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
 )
 
-// Execution statuses of adapter.executionStatus.
+// ExecutionStatus is adapter.executionStatus: how a run ended.
+type ExecutionStatus string
+
+// Execution statuses.
 const (
-	StatusSuccess = "success"
-	StatusFailed  = "failed"
+	StatusSuccess ExecutionStatus = "success"
+	StatusFailed  ExecutionStatus = "failed"
 )
 
 // Phases named in adapter.executionError.phase.
@@ -29,7 +32,7 @@ type StepError struct {
 
 // Meta is the adapter.* context every post expression can read.
 type Meta struct {
-	ExecutionStatus  string               `json:"executionStatus"`
+	ExecutionStatus  ExecutionStatus      `json:"executionStatus"`
 	ResourcesSkipped bool                 `json:"resourcesSkipped"`
 	SkipReason       string               `json:"skipReason,omitempty"`
 	ExecutionError   *StepError           `json:"executionError,omitempty"`

@@ -342,13 +342,13 @@ type PhaseResult struct {
 
 // Summary describes where a run stands.
 type Summary struct {
-	ExecutionStatus  string `json:"execution_status"`
-	ResourcesSkipped bool   `json:"resources_skipped"`
-	SkipReason       string `json:"skip_reason,omitempty"`
-	Gone             bool   `json:"gone,omitempty"`
-	ErrorPhase       string `json:"error_phase,omitempty"`
-	Error            string `json:"error,omitempty"`
-	Reported         bool   `json:"reported,omitempty"`
+	ExecutionStatus  ExecutionStatus `json:"execution_status"`
+	ResourcesSkipped bool            `json:"resources_skipped"`
+	SkipReason       string          `json:"skip_reason,omitempty"`
+	Gone             bool            `json:"gone,omitempty"`
+	ErrorPhase       string          `json:"error_phase,omitempty"`
+	Error            string          `json:"error,omitempty"`
+	Reported         bool            `json:"reported,omitempty"`
 	// Applied is set by Prepare when it already ran the resources phase
 	// (an adapter without resources): the workflow skips Apply.
 	Applied bool `json:"applied,omitempty"`
@@ -356,7 +356,7 @@ type Summary struct {
 
 // Proceed reports whether later phases have anything to do.
 func (s Summary) Proceed() bool {
-	return !s.Gone && !s.ResourcesSkipped && s.ExecutionStatus != "failed"
+	return !s.Gone && !s.ResourcesSkipped && s.ExecutionStatus != ExecutionFailed
 }
 
 // ResourceState is the API's view of a resource after a round.
@@ -375,19 +375,33 @@ type ResourceState struct {
 // AdapterView is the last outcome of one adapter.
 type AdapterView struct {
 	Generation int64     `json:"generation"`
-	Outcome    string    `json:"outcome"`
+	Outcome    Outcome   `json:"outcome"`
 	Detail     string    `json:"detail,omitempty"`
 	FinishedAt time.Time `json:"finished_at"`
 }
 
+// Outcome is how an adapter's run in a round ended, as the workflow's
+// state query shows it.
+type Outcome string
+
 // Adapter outcomes.
 const (
-	OutcomeSuccess    = "success"
-	OutcomeSkipped    = "skipped"
-	OutcomeFailed     = "failed"
-	OutcomeGone       = "gone"
-	OutcomeSuperseded = "superseded"
-	OutcomeError      = "error"
+	OutcomeSuccess    Outcome = "success"
+	OutcomeSkipped    Outcome = "skipped"
+	OutcomeFailed     Outcome = "failed"
+	OutcomeGone       Outcome = "gone"
+	OutcomeSuperseded Outcome = "superseded"
+	OutcomeError      Outcome = "error"
+)
+
+// ExecutionStatus is how an adapter run ended as its activity reports it
+// (the engine's execution status, in the same words).
+type ExecutionStatus string
+
+// Execution statuses.
+const (
+	ExecutionSucceeded ExecutionStatus = "success"
+	ExecutionFailed    ExecutionStatus = "failed"
 )
 
 // View is the workflow's answer to the "state" query.

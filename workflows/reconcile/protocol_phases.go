@@ -182,7 +182,7 @@ func (r *reconciler) runAdapterPhases(ctx workflow.Context, adapters []string) {
 	wg.Wait(ctx)
 }
 
-func (r *reconciler) runAdapterThreePhases(ctx workflow.Context, name string) (outcome, detail string) {
+func (r *reconciler) runAdapterThreePhases(ctx workflow.Context, name string) (outcome Outcome, detail string) {
 	var prep, applied, reported PhaseResult
 	if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 2*time.Minute), ActivityPrepare,
 		PrepareInput{Event: r.ref.Event(r.target)}).Get(ctx, &prep); err != nil {
@@ -209,11 +209,11 @@ func (r *reconciler) runAdapterThreePhases(ctx workflow.Context, name string) (o
 }
 
 // outcomeOf reads an adapter run's outcome from its summary.
-func outcomeOf(s Summary) (outcome, detail string) {
+func outcomeOf(s Summary) (outcome Outcome, detail string) {
 	switch {
 	case s.Gone:
 		return OutcomeGone, s.SkipReason
-	case s.ExecutionStatus == "failed":
+	case s.ExecutionStatus == ExecutionFailed:
 		return OutcomeFailed, s.ErrorPhase + ": " + s.Error
 	case s.ResourcesSkipped:
 		return OutcomeSkipped, s.SkipReason

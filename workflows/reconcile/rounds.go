@@ -329,7 +329,7 @@ func (r *reconciler) runAdapters(ctx workflow.Context, adapters []string) {
 // runAdapter runs every phase of one adapter in one activity. A run already
 // under way when a newer generation arrives finishes (it read the resource
 // as the API had it when it started); the coalesced round follows at once.
-func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome, detail string, seen map[string]string) {
+func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome Outcome, detail string, seen map[string]string) {
 	var res RunResult
 	if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 10*time.Minute), ActivityRun,
 		RunInput{Event: r.ref.Event(r.target)}).Get(ctx, &res); err != nil {
