@@ -61,6 +61,12 @@ func RESTConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error)
 	return cfg, nil
 }
 
+// The interfaces the engine uses, checked at compile time.
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Watcher   = (*Transport)(nil)
+)
+
 // Transport talks to one API server.
 type Transport struct {
 	dyn          dynamic.Interface

@@ -14,6 +14,8 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 )
 
+var _ transport.Transport = (*Transport)(nil)
+
 // Transport is an in-memory cluster.
 type Transport struct {
 	mu        sync.Mutex
