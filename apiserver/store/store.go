@@ -91,6 +91,13 @@ type Tx interface {
 	CountChildren(ctx context.Context, parentID string) (int, error)
 	Statuses(ctx context.Context, resourceID string) ([]resource.AdapterStatus, error)
 	PutStatus(ctx context.Context, resourceID string, st resource.AdapterStatus) error
+	// SetReferences replaces the links of a resource (stored with it by
+	// CreateResource and UpdateResource) in the index Referrers reads.
+	SetReferences(ctx context.Context, resourceID string, links []resource.Link) error
+	// Referrers lists the resources that are not being deleted, are not
+	// among excludeIDs and link to any of targetIDs: at most limit of them,
+	// with their total.
+	Referrers(ctx context.Context, targetIDs, excludeIDs []string, limit int) ([]resource.Resource, int64, error)
 	// RemoveResource deletes a resource with its children and all their
 	// statuses.
 	RemoveResource(ctx context.Context, id string) error
