@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
+	"github.com/hyperfleet/hyperfleet/apiserver/conditionrules"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/statusreport"
@@ -40,7 +41,9 @@ type Config struct {
 	// SpecValidator is optional.
 	SpecValidator SpecValidator
 	// Kinds are the resource kinds served; the default kinds when nil.
-	Kinds  *resource.Kinds
+	Kinds *resource.Kinds
+	// Rules are the kinds' compiled condition rules; none when nil.
+	Rules  *conditionrules.Set
 	Logger zerolog.Logger
 	// Now is injectable for tests; time.Now by default.
 	Now func() time.Time
@@ -52,6 +55,7 @@ type Service struct {
 	registered map[string][]string
 	specs      SpecValidator
 	kinds      *resource.Kinds
+	rules      *conditionrules.Set
 	log        zerolog.Logger
 	now        func() time.Time
 	onOutbox   atomic.Pointer[func()]
@@ -67,7 +71,7 @@ func New(cfg Config) *Service {
 	if kinds == nil {
 		kinds = resource.Defaults()
 	}
-	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, kinds: kinds, log: cfg.Logger, now: now}
+	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, kinds: kinds, rules: cfg.Rules, log: cfg.Logger, now: now}
 }
 
 // Kinds returns the kinds table the service runs.
@@ -208,7 +212,8 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 		Kind: kind, ID: newID(), Name: req.Name, Generation: 1,
 		Spec: req.Spec, Labels: req.Labels,
 		CreatedTime: now, UpdatedTime: now, CreatedBy: actor, UpdatedBy: actor,
-		Status: resource.Status{Conditions: aggregation.Initial(kind, s.registered[kind], now)},
+		Status: resource.Status{Conditions: aggregation.Compute(aggregation.Input{Kind: kind, Generation: 1,
+			Registered: s.registered[kind], Rules: s.rules.Evaluate(kind, 1, nil), Now: now}).Conditions},
 	}
 	if r.Labels == nil {
 		r.Labels = map[string]string{}
@@ -728,6 +733,7 @@ func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resour
 	res := aggregation.Compute(aggregation.Input{
 		Kind: r.Kind, Generation: r.Generation, Deleting: r.DeletedTime != nil, Children: children,
 		Registered: s.registered[r.Kind], Statuses: statuses, Previous: r.Status.Conditions, Now: now,
+		Rules: s.rules.Evaluate(r.Kind, r.Generation, statuses),
 	})
 	r.Status.Conditions = res.Conditions
 	return res.Removable, nil
