@@ -136,6 +136,18 @@ func (r Ref) String() string {
 
 func notFound(ref Ref) *problem.Problem { return problem.NotFound(ref.Kind, ref.ID) }
 
+// GetAny returns a resource of any kind by id (GET /resources/{id}).
+func (s *Service) GetAny(ctx context.Context, id string) (*resource.Resource, error) {
+	r, err := s.store.GetResource(ctx, "", id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem.NotFound("Resource", id)
+	}
+	if err != nil {
+		return nil, problem.Internal(err)
+	}
+	return r, nil
+}
+
 // Get returns a resource; a node pool must belong to the cluster in its path.
 func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) {
 	r, err := s.store.GetResource(ctx, ref.Kind, ref.ID)
@@ -157,7 +169,7 @@ func belongs(r *resource.Resource, ref Ref) bool {
 
 // ListParams select a page of a list endpoint.
 type ListParams struct {
-	Kind     string
+	Kind     string // "" lists every kind (/resources)
 	ParentID string // children of one parent; the parent must exist
 	Search   string
 	Order    []search.OrderTerm
@@ -167,16 +179,20 @@ type ListParams struct {
 
 // List returns a page and the total number of matches.
 func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, int64, error) {
-	k, err := s.kind(p.Kind)
-	if err != nil {
-		return nil, 0, err
-	}
-	if p.ParentID != "" {
-		if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
+	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true}
+	if p.Kind != "" {
+		k, err := s.kind(p.Kind)
+		if err != nil {
 			return nil, 0, err
 		}
+		if p.ParentID != "" {
+			if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
+				return nil, 0, err
+			}
+		}
+		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != ""}
 	}
-	where, err := search.Translate(p.Search, s.store.Dialect(), search.Options{Table: "resources", OwnerReferences: k.ParentKind != ""})
+	where, err := search.Translate(p.Search, s.store.Dialect(), opts)
 	if err != nil {
 		var se *search.Error
 		if errors.As(err, &se) {

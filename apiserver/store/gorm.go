@@ -389,7 +389,11 @@ func fromStatusRow(row *statusRow) (resource.AdapterStatus, error) {
 
 func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource.Resource, error) {
 	var row resourceRow
-	err := s.db.WithContext(ctx).Where("id = ? AND kind = ?", id, kind).Take(&row).Error
+	db := s.db.WithContext(ctx).Where("id = ?", id)
+	if kind != "" {
+		db = db.Where("kind = ?", kind)
+	}
+	err := db.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound
 	}
@@ -401,7 +405,10 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 }
 
 func (s *gormStore) ListResources(ctx context.Context, q ListQuery) ([]resource.Resource, int64, error) {
-	db := s.db.WithContext(ctx).Model(&resourceRow{}).Where("resources.kind = ?", q.Kind)
+	db := s.db.WithContext(ctx).Model(&resourceRow{})
+	if q.Kind != "" {
+		db = db.Where("resources.kind = ?", q.Kind)
+	}
 	if q.ParentID != "" {
 		db = db.Where("resources.parent_id = ?", q.ParentID)
 	}

@@ -38,6 +38,7 @@ type Store interface {
 	// Migrate applies pending schema migrations.
 	Migrate(ctx context.Context) error
 
+	// GetResource reads a resource of a kind, or of any kind when kind is "".
 	GetResource(ctx context.Context, kind, id string) (*resource.Resource, error)
 	ListResources(ctx context.Context, q ListQuery) ([]resource.Resource, int64, error)
 	ListStatuses(ctx context.Context, resourceID string, offset, limit int) ([]resource.AdapterStatus, int64, error)
@@ -106,7 +107,7 @@ type Tx interface {
 
 // ListQuery selects a page of resources.
 type ListQuery struct {
-	Kind     string
+	Kind     string // "" lists every kind
 	ParentID string // only children of this resource, when set
 	Where    search.Where
 	Order    []search.OrderTerm
