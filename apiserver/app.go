@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
+	"github.com/hyperfleet/hyperfleet/apiserver/conditionrules"
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/metrics"
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
@@ -68,6 +69,12 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		}
 	}
 	opts.Registered = registered
+	// Condition rules compile once, here: a bad expression stops start-up
+	// rather than the first status report.
+	rules, err := conditionrules.Compile("", opts.Kinds)
+	if err != nil {
+		return nil, err
+	}
 	authn, err := auth.New(ctx, opts.Auth)
 	if err != nil {
 		return nil, err
@@ -99,7 +106,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
-	svc := lifecycle.New(lifecycle.Config{Store: st, Registered: opts.Registered, SpecValidator: specs, Kinds: opts.Kinds, Logger: opts.Logger})
+	svc := lifecycle.New(lifecycle.Config{Store: st, Registered: opts.Registered, SpecValidator: specs, Kinds: opts.Kinds, Rules: rules, Logger: opts.Logger})
 	if _, err := svc.SyncRegistration(ctx); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("apply registered adapters: %w", err)

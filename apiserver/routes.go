@@ -62,6 +62,17 @@ func (s *Server) routes() *gin.Engine {
 	for _, k := range s.svc.Kinds().All() {
 		s.kindRoutes(api, k)
 	}
+	// Every kind at once: a list searchable by kind, and a get by id for a
+	// caller that holds an id but not its kind or parent.
+	api.GET("/resources", s.handle(func(c *gin.Context) error { return s.list(c, "", "ResourceList", "") }))
+	api.GET("/resources/:"+resourceIDParam, s.handle(func(c *gin.Context) error {
+		r, err := s.svc.GetAny(c.Request.Context(), c.Param(resourceIDParam))
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, r)
+		return nil
+	}))
 	return r
 }
 
@@ -99,6 +110,9 @@ func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
 	api.PUT(item+"/statuses", s.handle(s.reportStatus(ref)))
 	api.POST(item+"/statuses", s.handle(s.reportStatus(ref)))
 }
+
+// resourceIDParam is the id parameter of GET /resources/{resource_id}.
+const resourceIDParam = "resource_id"
 
 // idParam is the path parameter of a kind's id: cluster_id, nodepool_id.
 func idParam(kind string) string { return strings.ToLower(kind) + "_id" }

@@ -87,6 +87,7 @@ func New(cfg Config, svc *lifecycle.Service, st store.Store, authn *auth.Authent
 	for _, k := range svc.Kinds().All() {
 		s.idKinds[idParam(k.Kind)] = k.Kind
 	}
+	s.idKinds[resourceIDParam] = "Resource"
 	s.checks = []Check{{Name: "database", Check: st.Ping}}
 	if s.engine, err = s.buildRoutes(); err != nil {
 		return nil, err

@@ -56,6 +56,15 @@ type OwnerReference struct {
 	Href string `json:"href"`
 }
 
+// Link is one typed reference from a resource to another, such as a
+// Version's link to its Channel.
+type Link struct {
+	RefType string `json:"ref_type"`
+	Kind    string `json:"kind"`
+	ID      string `json:"id"`
+	Href    string `json:"href"`
+}
+
 // Status is the observed state of a resource, computed by the API.
 type Status struct {
 	Conditions []Condition `json:"conditions"`
@@ -63,21 +72,24 @@ type Status struct {
 
 // Resource is a Cluster or a NodePool as the API returns it.
 type Resource struct {
-	Kind            string            `json:"kind"`
-	ID              string            `json:"id"`
-	Href            string            `json:"href"`
-	Name            string            `json:"name"`
-	OwnerReferences *OwnerReference   `json:"owner_references,omitempty"`
-	Generation      int64             `json:"generation"`
-	Spec            json.RawMessage   `json:"spec"`
-	Labels          map[string]string `json:"labels"`
-	CreatedTime     time.Time         `json:"created_time"`
-	UpdatedTime     time.Time         `json:"updated_time"`
-	CreatedBy       string            `json:"created_by"`
-	UpdatedBy       string            `json:"updated_by"`
-	DeletedTime     *time.Time        `json:"deleted_time,omitempty"`
-	DeletedBy       string            `json:"deleted_by,omitempty"`
-	Status          Status            `json:"status"`
+	Kind            string          `json:"kind"`
+	ID              string          `json:"id"`
+	Href            string          `json:"href"`
+	Name            string          `json:"name"`
+	OwnerReferences *OwnerReference `json:"owner_references,omitempty"`
+	// References are the typed links the kind declares (references: in the
+	// kinds file); absent on kinds without any.
+	References  []Link            `json:"references,omitempty"`
+	Generation  int64             `json:"generation"`
+	Spec        json.RawMessage   `json:"spec"`
+	Labels      map[string]string `json:"labels"`
+	CreatedTime time.Time         `json:"created_time"`
+	UpdatedTime time.Time         `json:"updated_time"`
+	CreatedBy   string            `json:"created_by"`
+	UpdatedBy   string            `json:"updated_by"`
+	DeletedTime *time.Time        `json:"deleted_time,omitempty"`
+	DeletedBy   string            `json:"deleted_by,omitempty"`
+	Status      Status            `json:"status"`
 }
 
 // Condition returns the condition of the given type, if present.

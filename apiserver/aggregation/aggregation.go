@@ -48,6 +48,18 @@ type Input struct {
 	// Available rule and the transition times depend on them.
 	Previous []resource.Condition
 	Now      time.Time
+	// Rules are the outcomes of the kind's condition rules (kinds file
+	// conditions:), evaluated by the caller over the same statuses; each
+	// becomes a condition of its own after the fixed ones.
+	Rules []RuleOutcome
+}
+
+// RuleOutcome is the result of one condition rule.
+type RuleOutcome struct {
+	Type    string
+	Status  string
+	Reason  string
+	Message string
 }
 
 // Result is the outcome of one aggregation.
@@ -67,7 +79,7 @@ func Compute(in Input) Result {
 	ready := readyCondition(in, reported)
 	available := availableCondition(in, reported)
 
-	out := make([]resource.Condition, 0, 4+len(in.Registered))
+	out := make([]resource.Condition, 0, 4+len(in.Registered)+len(in.Rules))
 	out = append(out,
 		stamp(ready, in.Previous, updated, in.Now),
 		stamp(renamed(ready, resource.ConditionReconciled), in.Previous, updated, in.Now),
@@ -77,6 +89,10 @@ func Compute(in Input) Result {
 	for _, name := range in.Registered {
 		c, when := adapterCondition(name, reported[name], in.Now)
 		out = append(out, stamp(c, in.Previous, when, in.Now))
+	}
+	for _, r := range in.Rules {
+		c := resource.Condition{Type: r.Type, Status: r.Status, Reason: r.Reason, Message: r.Message, ObservedGeneration: in.Generation}
+		out = append(out, stamp(c, in.Previous, updated, in.Now))
 	}
 	return Result{Conditions: out, Removable: removable(in, reported)}
 }

@@ -302,3 +302,25 @@ func TestNoAdaptersMessageNamesVariable(t *testing.T) {
 		t.Errorf("message %q does not say what to set", ready.Message)
 	}
 }
+
+// Rule outcomes become conditions after the fixed ones, at the resource's
+// generation, with transition times kept while the status holds.
+func TestRuleOutcomesBecomeConditions(t *testing.T) {
+	in := Input{Kind: resource.KindCluster, Generation: 3, Registered: []string{"a"}, Now: t0,
+		Rules: []RuleOutcome{{Type: "LandingZoneReady", Status: resource.StatusTrue, Reason: "NamespaceReady", Message: "ok"}}}
+	first := Compute(in).Conditions
+	last := first[len(first)-1]
+	if last.Type != "LandingZoneReady" || last.Status != resource.StatusTrue || last.Reason != "NamespaceReady" || last.ObservedGeneration != 3 || !last.LastTransitionTime.Equal(t0) {
+		t.Fatalf("rule condition %+v", last)
+	}
+	in.Previous, in.Now = first, t0.Add(time.Minute)
+	again := Compute(in).Conditions
+	if c := again[len(again)-1]; !c.LastTransitionTime.Equal(t0) || !c.CreatedTime.Equal(t0) {
+		t.Fatalf("unchanged rule moved its times: %+v", c)
+	}
+	in.Rules[0].Status = resource.StatusFalse
+	flipped := Compute(in).Conditions
+	if c := flipped[len(flipped)-1]; c.Status != resource.StatusFalse || !c.LastTransitionTime.Equal(in.Now) {
+		t.Fatalf("flipped rule %+v", c)
+	}
+}

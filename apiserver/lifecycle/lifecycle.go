@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
+	"github.com/hyperfleet/hyperfleet/apiserver/conditionrules"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/statusreport"
@@ -40,7 +41,9 @@ type Config struct {
 	// SpecValidator is optional.
 	SpecValidator SpecValidator
 	// Kinds are the resource kinds served; the default kinds when nil.
-	Kinds  *resource.Kinds
+	Kinds *resource.Kinds
+	// Rules are the kinds' compiled condition rules; none when nil.
+	Rules  *conditionrules.Set
 	Logger zerolog.Logger
 	// Now is injectable for tests; time.Now by default.
 	Now func() time.Time
@@ -52,6 +55,7 @@ type Service struct {
 	registered map[string][]string
 	specs      SpecValidator
 	kinds      *resource.Kinds
+	rules      *conditionrules.Set
 	log        zerolog.Logger
 	now        func() time.Time
 	onOutbox   atomic.Pointer[func()]
@@ -67,7 +71,7 @@ func New(cfg Config) *Service {
 	if kinds == nil {
 		kinds = resource.Defaults()
 	}
-	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, kinds: kinds, log: cfg.Logger, now: now}
+	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, kinds: kinds, rules: cfg.Rules, log: cfg.Logger, now: now}
 }
 
 // Kinds returns the kinds table the service runs.
@@ -132,6 +136,18 @@ func (r Ref) String() string {
 
 func notFound(ref Ref) *problem.Problem { return problem.NotFound(ref.Kind, ref.ID) }
 
+// GetAny returns a resource of any kind by id (GET /resources/{id}).
+func (s *Service) GetAny(ctx context.Context, id string) (*resource.Resource, error) {
+	r, err := s.store.GetResource(ctx, "", id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem.NotFound("Resource", id)
+	}
+	if err != nil {
+		return nil, problem.Internal(err)
+	}
+	return r, nil
+}
+
 // Get returns a resource; a node pool must belong to the cluster in its path.
 func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) {
 	r, err := s.store.GetResource(ctx, ref.Kind, ref.ID)
@@ -153,7 +169,7 @@ func belongs(r *resource.Resource, ref Ref) bool {
 
 // ListParams select a page of a list endpoint.
 type ListParams struct {
-	Kind     string
+	Kind     string // "" lists every kind (/resources)
 	ParentID string // children of one parent; the parent must exist
 	Search   string
 	Order    []search.OrderTerm
@@ -163,16 +179,20 @@ type ListParams struct {
 
 // List returns a page and the total number of matches.
 func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, int64, error) {
-	k, err := s.kind(p.Kind)
-	if err != nil {
-		return nil, 0, err
-	}
-	if p.ParentID != "" {
-		if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
+	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true}
+	if p.Kind != "" {
+		k, err := s.kind(p.Kind)
+		if err != nil {
 			return nil, 0, err
 		}
+		if p.ParentID != "" {
+			if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
+				return nil, 0, err
+			}
+		}
+		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != ""}
 	}
-	where, err := search.Translate(p.Search, s.store.Dialect(), search.Options{Table: "resources", OwnerReferences: k.ParentKind != ""})
+	where, err := search.Translate(p.Search, s.store.Dialect(), opts)
 	if err != nil {
 		var se *search.Error
 		if errors.As(err, &se) {
@@ -208,7 +228,8 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 		Kind: kind, ID: newID(), Name: req.Name, Generation: 1,
 		Spec: req.Spec, Labels: req.Labels,
 		CreatedTime: now, UpdatedTime: now, CreatedBy: actor, UpdatedBy: actor,
-		Status: resource.Status{Conditions: aggregation.Initial(kind, s.registered[kind], now)},
+		Status: resource.Status{Conditions: aggregation.Compute(aggregation.Input{Kind: kind, Generation: 1,
+			Registered: s.registered[kind], Rules: s.rules.Evaluate(kind, 1, nil), Now: now}).Conditions},
 	}
 	if r.Labels == nil {
 		r.Labels = map[string]string{}
@@ -232,6 +253,9 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 					"%s %s is being deleted; %s cannot be added to it", strings.ToLower(k.ParentKind), parentID, pluralNoun(k))
 			}
 		}
+		if r.References, err = s.resolveReferences(ctx, tx, k, req.References); err != nil {
+			return err
+		}
 		if err := tx.CreateResource(ctx, r); err != nil {
 			if errors.Is(err, store.ErrNameConflict) {
 				scope := ""
@@ -242,6 +266,9 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 					"a %s named %q already exists%s; a name becomes free once its resource is removed", kind, req.Name, scope).
 					WithErrors(problem.FieldError{Field: "name", Value: req.Name, Constraint: "unique", Message: "name is already in use"})
 			}
+			return err
+		}
+		if err := tx.SetReferences(ctx, r.ID, r.References); err != nil {
 			return err
 		}
 		return tx.AppendOutbox(ctx, outboxFor(r, store.OutboxCreated, now))
@@ -257,7 +284,11 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 // the generation once and requests a reconcile (adapters render labels into
 // what they apply); no change at all writes nothing.
 func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor string) (*resource.Resource, error) {
-	if errs := ValidatePatch(req); len(errs) > 0 {
+	k, err := s.kind(ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if errs := ValidatePatchFor(k, req); len(errs) > 0 {
 		return nil, problem.Validation(errs...)
 	}
 	if req.Spec != nil {
@@ -266,7 +297,7 @@ func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor s
 		}
 	}
 	var out *resource.Resource
-	err := s.inTx(ctx, func(tx store.Tx) error {
+	err = s.inTx(ctx, func(tx store.Tx) error {
 		r, err := s.lock(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -276,8 +307,15 @@ func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor s
 		}
 		specChanged := req.Spec != nil && !SameJSON(r.Spec, req.Spec)
 		labelsChanged := req.Labels != nil && !sameLabels(r.Labels, *req.Labels)
+		var links []resource.Link
+		if req.References != nil {
+			if links, err = s.resolveReferences(ctx, tx, k, *req.References); err != nil {
+				return err
+			}
+		}
+		refsChanged := req.References != nil && !sameLinks(r.References, links)
 		out = r
-		if !specChanged && !labelsChanged {
+		if !specChanged && !labelsChanged && !refsChanged {
 			return nil
 		}
 		now := s.clock()
@@ -286,6 +324,12 @@ func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor s
 		}
 		if specChanged {
 			r.Spec = req.Spec
+		}
+		if refsChanged {
+			r.References = links
+			if err := tx.SetReferences(ctx, r.ID, links); err != nil {
+				return err
+			}
 		}
 		r.UpdatedTime, r.UpdatedBy = now, actor
 		r.Generation++
@@ -321,6 +365,9 @@ func (s *Service) Delete(ctx context.Context, ref Ref, actor string) (*resource.
 		out = r
 		if r.DeletedTime != nil {
 			return nil
+		}
+		if err := s.checkReferrers(ctx, tx, r); err != nil {
+			return err
 		}
 		now := s.clock()
 		if err := s.markSubtree(ctx, tx, r, actor, now); err != nil {
@@ -390,6 +437,86 @@ func (s *Service) checkRestrict(r *resource.Resource, children []resource.Resour
 	return problem.Newf(http.StatusConflict, problem.CodeHasChildren,
 		"%s %s still has %d live child resource(s) that restrict its deletion: %s%s; delete them first",
 		r.Kind, r.ID, n, strings.Join(names, ", "), more)
+}
+
+// checkReferrers refuses to delete a resource, or its subtree, that live
+// resources elsewhere still link to, naming them so the caller knows which
+// references to drop first. A referrer being deleted does not hold it, and
+// once a resource is deleting no new link to it can be made, so its later
+// removal cannot leave a live reference dangling.
+func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.Resource) error {
+	const shown = 10
+	below, err := s.descendants(ctx, tx, r)
+	if err != nil {
+		return err
+	}
+	ids := []string{r.ID}
+	for i := range below {
+		ids = append(ids, below[i].ID)
+	}
+	refs, total, err := tx.Referrers(ctx, ids, ids, shown)
+	if err != nil || total == 0 {
+		return err
+	}
+	names := make([]string, 0, len(refs))
+	for i := range refs {
+		names = append(names, fmt.Sprintf("%s %s (%s)", refs[i].Kind, refs[i].Name, refs[i].ID))
+	}
+	more := ""
+	if total > int64(len(refs)) {
+		more = fmt.Sprintf(" and %d more", total-int64(len(refs)))
+	}
+	what := ""
+	if len(below) > 0 {
+		what = " or a resource below it"
+	}
+	return problem.Newf(http.StatusConflict, problem.CodeReferenced,
+		"%s %s%s is still referenced by %d live resource(s): %s%s; remove their references or delete them first",
+		r.Kind, r.ID, what, total, strings.Join(names, ", "), more)
+}
+
+// resolveReferences turns a create or PATCH's links into stored ones under
+// the targets' row locks, so a target cannot start deleting between the
+// check and the commit: a missing target is a 400, a deleting one a 409.
+func (s *Service) resolveReferences(ctx context.Context, tx store.Tx, k resource.Kind, refs []ReferenceRequest) ([]resource.Link, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	targets := map[string]string{}
+	for _, d := range k.References {
+		targets[d.RefType] = d.TargetKind
+	}
+	links := make([]resource.Link, 0, len(refs))
+	for i, ref := range refs {
+		kind := targets[ref.RefType]
+		t, err := tx.LockResource(ctx, kind, ref.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			msg := fmt.Sprintf("reference %s points at %s %q, which does not exist", ref.RefType, kind, truncate(ref.ID, 64))
+			return nil, problem.Validation(problem.FieldError{Field: fmt.Sprintf("references[%d].id", i), Value: truncate(ref.ID, 64),
+				Constraint: "exists", Message: msg})
+		}
+		if err != nil {
+			return nil, err
+		}
+		if t.DeletedTime != nil {
+			return nil, problem.Newf(http.StatusConflict, problem.CodeBeingDeleted,
+				"reference %s points at %s %s, which is being deleted; a new link to it cannot be made", ref.RefType, kind, ref.ID)
+		}
+		links = append(links, resource.Link{RefType: ref.RefType, Kind: kind, ID: t.ID, Href: t.Href})
+	}
+	return links, nil
+}
+
+func sameLinks(a, b []resource.Link) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].RefType != b[i].RefType || a[i].ID != b[i].ID {
+			return false
+		}
+	}
+	return true
 }
 
 // markDeleting stamps deleted_time, bumps the generation, re-aggregates and
@@ -485,6 +612,9 @@ func (s *Service) ForceDelete(ctx context.Context, ref Ref, req *ForceDeleteRequ
 		if r.DeletedTime == nil {
 			return problem.Newf(http.StatusConflict, problem.CodeNotDeleted,
 				"%s %s is not being deleted; DELETE it first, force-delete only clears a stuck deletion", ref.Kind, ref.ID)
+		}
+		if err := s.checkReferrers(ctx, tx, r); err != nil {
+			return err
 		}
 		now := s.clock()
 		if err := s.remove(ctx, tx, r, now, "force-delete: "+req.Reason); err != nil {
@@ -619,6 +749,7 @@ func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resour
 	res := aggregation.Compute(aggregation.Input{
 		Kind: r.Kind, Generation: r.Generation, Deleting: r.DeletedTime != nil, Children: children,
 		Registered: s.registered[r.Kind], Statuses: statuses, Previous: r.Status.Conditions, Now: now,
+		Rules: s.rules.Evaluate(r.Kind, r.Generation, statuses),
 	})
 	r.Status.Conditions = res.Conditions
 	return res.Removable, nil

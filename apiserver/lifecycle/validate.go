@@ -21,6 +21,15 @@ type CreateRequest struct {
 	Name   string            `json:"name"`
 	Spec   json.RawMessage   `json:"spec"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// References are the typed links of kinds that declare references.
+	References []ReferenceRequest `json:"references,omitempty"`
+}
+
+// ReferenceRequest links a resource to another by the reference type its
+// kind declares and the target's id.
+type ReferenceRequest struct {
+	RefType string `json:"ref_type"`
+	ID      string `json:"id"`
 }
 
 // PatchRequest is the body of PATCH on a cluster or node pool. A field that
@@ -28,6 +37,8 @@ type CreateRequest struct {
 type PatchRequest struct {
 	Spec   json.RawMessage    `json:"spec,omitempty"`
 	Labels *map[string]string `json:"labels,omitempty"`
+	// References, when present, replace the stored links.
+	References *[]ReferenceRequest `json:"references,omitempty"`
 }
 
 // ForceDeleteRequest is the body of POST .../force-delete.
@@ -60,11 +71,17 @@ func ValidateCreateFor(k resource.Kind, req *CreateRequest) []problem.FieldError
 	errs = append(errs, validateName(k, req.Name)...)
 	errs = append(errs, validateSpec(req.Spec, true)...)
 	errs = append(errs, validateLabels(req.Labels)...)
+	errs = append(errs, ValidateReferences(k, req.References)...)
 	return errs
 }
 
 // ValidatePatch checks a patch body.
 func ValidatePatch(req *PatchRequest) []problem.FieldError {
+	return ValidatePatchFor(resource.Kind{}, req)
+}
+
+// ValidatePatchFor checks a patch body against a kind's declared references.
+func ValidatePatchFor(k resource.Kind, req *PatchRequest) []problem.FieldError {
 	var errs []problem.FieldError
 	if req.Spec != nil {
 		errs = append(errs, validateSpec(req.Spec, true)...)
@@ -72,7 +89,68 @@ func ValidatePatch(req *PatchRequest) []problem.FieldError {
 	if req.Labels != nil {
 		errs = append(errs, validateLabels(*req.Labels)...)
 	}
+	if req.References != nil {
+		errs = append(errs, ValidateReferences(k, *req.References)...)
+	}
 	return errs
+}
+
+// ValidateReferences checks the shape of a list of links against the
+// references a kind declares: known ref_type, an id, no link twice, and each
+// type's count within its min and max. Whether the targets exist is checked
+// in the transaction that stores them.
+func ValidateReferences(k resource.Kind, refs []ReferenceRequest) []problem.FieldError {
+	var errs []problem.FieldError
+	declared := map[string]resource.Reference{}
+	for _, d := range k.References {
+		declared[d.RefType] = d
+	}
+	counts := map[string]int{}
+	seen := map[ReferenceRequest]bool{}
+	for i, r := range refs {
+		field := fmt.Sprintf("references[%d]", i)
+		d, ok := declared[r.RefType]
+		switch {
+		case len(k.References) == 0:
+			errs = append(errs, problem.FieldError{Field: field + ".ref_type", Value: truncate(r.RefType, 64), Constraint: "declared",
+				Message: fmt.Sprintf("kind %s declares no references; remove references", k.Kind)})
+			continue
+		case !ok:
+			errs = append(errs, problem.FieldError{Field: field + ".ref_type", Value: truncate(r.RefType, 64), Constraint: "enum=" + strings.Join(refTypes(k), ","),
+				Message: fmt.Sprintf("kind %s declares no reference %q; use one of %s", k.Kind, r.RefType, strings.Join(refTypes(k), ", "))})
+			continue
+		case r.ID == "":
+			errs = append(errs, problem.FieldError{Field: field + ".id", Constraint: "required",
+				Message: fmt.Sprintf("reference %s needs the id of a %s", r.RefType, d.TargetKind)})
+			continue
+		case seen[r]:
+			errs = append(errs, problem.FieldError{Field: field, Value: truncate(r.ID, 64), Constraint: "unique",
+				Message: fmt.Sprintf("reference %s to %s is listed twice", r.RefType, truncate(r.ID, 64))})
+			continue
+		}
+		seen[r] = true
+		counts[r.RefType]++
+	}
+	for _, d := range k.References {
+		n := counts[d.RefType]
+		if n < d.Min || d.Max > 0 && n > d.Max {
+			limit := fmt.Sprintf("at least %d", d.Min)
+			if d.Max > 0 {
+				limit = fmt.Sprintf("%d to %d", d.Min, d.Max)
+			}
+			errs = append(errs, problem.FieldError{Field: "references", Value: n, Constraint: fmt.Sprintf("count(%s)=%d..%d", d.RefType, d.Min, d.Max),
+				Message: fmt.Sprintf("a %s takes %s reference(s) %s to a %s (got %d)", k.Kind, limit, d.RefType, d.TargetKind, n)})
+		}
+	}
+	return errs
+}
+
+func refTypes(k resource.Kind) []string {
+	out := make([]string, 0, len(k.References))
+	for _, d := range k.References {
+		out = append(out, d.RefType)
+	}
+	return out
 }
 
 // ValidateForceDelete checks the reason of a force-delete.

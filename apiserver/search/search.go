@@ -50,6 +50,8 @@ type Options struct {
 	Table string
 	// OwnerReferences enables owner_references.id (node pool lists).
 	OwnerReferences bool
+	// Kind enables kind (the /resources list across kinds).
+	Kind bool
 }
 
 // Where is a translated clause: SQL with `?` placeholders and their values.
@@ -316,6 +318,11 @@ func (t *translator) resolve(name string) (field, error) {
 		return field{name: name, kind: s.kind, column: t.opts.Table + "." + s.column}, nil
 	}
 	switch {
+	case name == "kind":
+		if !t.opts.Kind {
+			return field{}, errorf("kind is only searchable on /resources; a list of one kind holds nothing else")
+		}
+		return field{name: name, kind: textField, column: t.opts.Table + ".kind"}, nil
 	case name == "owner_references.id":
 		if !t.opts.OwnerReferences {
 			return field{}, errorf("owner_references.id is only searchable on node pools")

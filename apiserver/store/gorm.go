@@ -189,6 +189,7 @@ type resourceRow struct {
 	Spec        jsonText
 	Labels      jsonText
 	Conditions  jsonText
+	Refs        jsonText
 	CreatedTime time.Time
 	UpdatedTime time.Time
 	DeletedTime *time.Time
@@ -244,13 +245,17 @@ func toRow(r *resource.Resource) (resourceRow, error) {
 	if err != nil {
 		return resourceRow{}, err
 	}
+	refs, err := json.Marshal(toStoredLinks(r.References))
+	if err != nil {
+		return resourceRow{}, err
+	}
 	spec := r.Spec
 	if len(spec) == 0 {
 		spec = json.RawMessage("{}")
 	}
 	row := resourceRow{
 		ID: r.ID, Kind: r.Kind, Name: r.Name, Generation: r.Generation,
-		Spec: jsonText(spec), Labels: labels, Conditions: conds,
+		Spec: jsonText(spec), Labels: labels, Conditions: conds, Refs: refs,
 		CreatedTime: utc(r.CreatedTime), UpdatedTime: utc(r.UpdatedTime),
 		CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy, DeletedBy: r.DeletedBy,
 	}
@@ -288,6 +293,13 @@ func fromRow(kinds *resource.Kinds, row *resourceRow) (resource.Resource, error)
 	if r.Status.Conditions == nil {
 		r.Status.Conditions = []resource.Condition{}
 	}
+	if len(row.Refs) > 0 {
+		var links []storedLink
+		if err := json.Unmarshal(row.Refs, &links); err != nil {
+			return r, fmt.Errorf("decode references of %s: %w", row.ID, err)
+		}
+		r.References = fromStoredLinks(kinds, links)
+	}
 	if row.DeletedTime != nil {
 		t := row.DeletedTime.UTC()
 		r.DeletedTime = &t
@@ -299,6 +311,45 @@ func fromRow(kinds *resource.Kinds, row *resourceRow) (resource.Resource, error)
 	r.OwnerReferences = kinds.Owner(row.Kind, parentID)
 	r.Href = kinds.Href(row.Kind, row.ID, parentID)
 	return r, nil
+}
+
+// storedLink is a link as the refs column keeps it: the target's parent
+// rather than its href, which is rebuilt from the kinds table on read.
+type storedLink struct {
+	RefType  string `json:"ref_type"`
+	Kind     string `json:"kind"`
+	ID       string `json:"id"`
+	ParentID string `json:"parent_id,omitempty"`
+}
+
+func toStoredLinks(links []resource.Link) []storedLink {
+	out := make([]storedLink, 0, len(links))
+	for _, l := range links {
+		out = append(out, storedLink{RefType: l.RefType, Kind: l.Kind, ID: l.ID, ParentID: parentFromHref(l.Href, l.ID)})
+	}
+	return out
+}
+
+// parentFromHref recovers a nested target's parent id from its href
+// (.../<parent plural>/<parent id>/<plural>/<id>): the href is the one place
+// a Link carries it.
+func parentFromHref(href, id string) string {
+	parts := strings.Split(strings.TrimPrefix(href, resource.BasePath+"/"), "/")
+	if len(parts) < 4 || parts[len(parts)-1] != id {
+		return ""
+	}
+	return parts[len(parts)-3]
+}
+
+func fromStoredLinks(kinds *resource.Kinds, links []storedLink) []resource.Link {
+	if len(links) == 0 {
+		return nil
+	}
+	out := make([]resource.Link, 0, len(links))
+	for _, l := range links {
+		out = append(out, resource.Link{RefType: l.RefType, Kind: l.Kind, ID: l.ID, Href: kinds.Href(l.Kind, l.ID, l.ParentID)})
+	}
+	return out
 }
 
 func toStatusRow(resourceID string, st *resource.AdapterStatus) (statusRow, error) {
@@ -338,7 +389,11 @@ func fromStatusRow(row *statusRow) (resource.AdapterStatus, error) {
 
 func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource.Resource, error) {
 	var row resourceRow
-	err := s.db.WithContext(ctx).Where("id = ? AND kind = ?", id, kind).Take(&row).Error
+	db := s.db.WithContext(ctx).Where("id = ?", id)
+	if kind != "" {
+		db = db.Where("kind = ?", kind)
+	}
+	err := db.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound
 	}
@@ -350,7 +405,10 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 }
 
 func (s *gormStore) ListResources(ctx context.Context, q ListQuery) ([]resource.Resource, int64, error) {
-	db := s.db.WithContext(ctx).Model(&resourceRow{}).Where("resources.kind = ?", q.Kind)
+	db := s.db.WithContext(ctx).Model(&resourceRow{})
+	if q.Kind != "" {
+		db = db.Where("resources.kind = ?", q.Kind)
+	}
 	if q.ParentID != "" {
 		db = db.Where("resources.parent_id = ?", q.ParentID)
 	}
@@ -573,6 +631,7 @@ func (t *gormTx) UpdateResource(ctx context.Context, r *resource.Resource) error
 		"spec":         row.Spec,
 		"labels":       row.Labels,
 		"conditions":   row.Conditions,
+		"refs":         row.Refs,
 		"updated_time": row.UpdatedTime,
 		"updated_by":   row.UpdatedBy,
 		"deleted_time": row.DeletedTime,
@@ -605,6 +664,66 @@ func (t *gormTx) Children(ctx context.Context, parentID string) ([]resource.Reso
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+type referenceRow struct {
+	ResourceID string `gorm:"primaryKey"`
+	RefType    string `gorm:"primaryKey"`
+	TargetID   string `gorm:"primaryKey"`
+}
+
+func (referenceRow) TableName() string { return "resource_references" }
+
+func (t *gormTx) SetReferences(ctx context.Context, resourceID string, links []resource.Link) error {
+	db := t.db.WithContext(ctx)
+	if err := db.Where("resource_id = ?", resourceID).Delete(&referenceRow{}).Error; err != nil {
+		return fmt.Errorf("clear references of %s: %w", resourceID, err)
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	rows := make([]referenceRow, 0, len(links))
+	for _, l := range links {
+		rows = append(rows, referenceRow{ResourceID: resourceID, RefType: l.RefType, TargetID: l.ID})
+	}
+	if err := db.Create(&rows).Error; err != nil {
+		return fmt.Errorf("store references of %s: %w", resourceID, err)
+	}
+	return nil
+}
+
+func (t *gormTx) Referrers(ctx context.Context, targetIDs, excludeIDs []string, limit int) ([]resource.Resource, int64, error) {
+	if len(targetIDs) == 0 {
+		return nil, 0, nil
+	}
+	query := func() *gorm.DB {
+		q := t.db.WithContext(ctx).Model(&resourceRow{}).Where("deleted_time IS NULL AND id IN (?)",
+			t.db.Model(&referenceRow{}).Select("resource_id").Where("target_id IN ?", targetIDs))
+		if len(excludeIDs) > 0 {
+			q = q.Where("id NOT IN ?", excludeIDs)
+		}
+		return q
+	}
+	var total int64
+	if err := query().Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count referrers: %w", err)
+	}
+	if total == 0 {
+		return nil, 0, nil
+	}
+	var rows []resourceRow
+	if err := query().Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("list referrers: %w", err)
+	}
+	out := make([]resource.Resource, 0, len(rows))
+	for i := range rows {
+		r, err := fromRow(t.kinds, &rows[i])
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, r)
+	}
+	return out, total, nil
 }
 
 func (t *gormTx) CountChildren(ctx context.Context, parentID string) (int, error) {

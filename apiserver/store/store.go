@@ -38,6 +38,7 @@ type Store interface {
 	// Migrate applies pending schema migrations.
 	Migrate(ctx context.Context) error
 
+	// GetResource reads a resource of a kind, or of any kind when kind is "".
 	GetResource(ctx context.Context, kind, id string) (*resource.Resource, error)
 	ListResources(ctx context.Context, q ListQuery) ([]resource.Resource, int64, error)
 	ListStatuses(ctx context.Context, resourceID string, offset, limit int) ([]resource.AdapterStatus, int64, error)
@@ -91,6 +92,13 @@ type Tx interface {
 	CountChildren(ctx context.Context, parentID string) (int, error)
 	Statuses(ctx context.Context, resourceID string) ([]resource.AdapterStatus, error)
 	PutStatus(ctx context.Context, resourceID string, st resource.AdapterStatus) error
+	// SetReferences replaces the links of a resource (stored with it by
+	// CreateResource and UpdateResource) in the index Referrers reads.
+	SetReferences(ctx context.Context, resourceID string, links []resource.Link) error
+	// Referrers lists the resources that are not being deleted, are not
+	// among excludeIDs and link to any of targetIDs: at most limit of them,
+	// with their total.
+	Referrers(ctx context.Context, targetIDs, excludeIDs []string, limit int) ([]resource.Resource, int64, error)
 	// RemoveResource deletes a resource with its children and all their
 	// statuses.
 	RemoveResource(ctx context.Context, id string) error
@@ -99,7 +107,7 @@ type Tx interface {
 
 // ListQuery selects a page of resources.
 type ListQuery struct {
-	Kind     string
+	Kind     string // "" lists every kind
 	ParentID string // only children of this resource, when set
 	Where    search.Where
 	Order    []search.OrderTerm

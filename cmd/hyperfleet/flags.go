@@ -15,6 +15,7 @@ import (
 
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/conditionrules"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/resource/kindsfile"
@@ -191,6 +192,11 @@ func (k *kindsFlag) load(fs *pflag.FlagSet, log zerolog.Logger) (*resource.Kinds
 	}
 	t, err := kindsfile.Load(file)
 	if err != nil {
+		return nil, err
+	}
+	// Compile the condition rules now too, so a bad expression is reported
+	// with the file's name and line.
+	if _, err := conditionrules.Compile(file, t.Kinds); err != nil {
 		return nil, err
 	}
 	for _, w := range t.Warnings {

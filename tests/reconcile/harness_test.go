@@ -83,6 +83,8 @@ type options struct {
 	adapters []string
 	// registered overrides which adapters each kind runs.
 	registered map[string][]string
+	// kinds is the API's kinds table; the default kinds when nil.
+	kinds *resource.Kinds
 }
 
 func defaultOptions() options {
@@ -130,6 +132,7 @@ func newSystem(t *testing.T, opts options) *system {
 			Server:     apiserver.Config{Listen: "127.0.0.1:0"},
 			Store:      store.Config{Driver: store.BackendPostgres, URL: s.dbURL},
 			Registered: registered,
+			Kinds:      opts.kinds,
 			Logger:     testLogger(t),
 		},
 		Temporal: s.tc, Namespace: "default",
