@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
-	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )

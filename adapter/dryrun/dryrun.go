@@ -21,10 +21,10 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
-	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 )
 
 // Inputs are the three mock files; only the event is required.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/adapter/fieldpath"
-	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 )
 
 // errGone marks a 404 from the API for the resource being reconciled.

@@ -11,9 +11,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 )
 
 // resources applies, deletes and discovers each resource in order. An apply

@@ -3,7 +3,7 @@ package executor
 import (
 	"encoding/json"
 
-	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 )
 
 // ExecutionStatus is adapter.executionStatus: how a run ended.

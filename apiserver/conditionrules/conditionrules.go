@@ -12,8 +12,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
 
-	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 

@@ -300,8 +300,6 @@ func (e *env) expectCond(id, typ, want string) resource.Resource {
 
 func urlQuery(s string) string { return url.QueryEscape(s) }
 
-func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }
-
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	raw, err := os.ReadFile(path)

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/hyperfleet/hyperfleet/adapter/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 )
 
 var _ transport.Transport = (*Transport)(nil)

@@ -1,6 +1,7 @@
-// Package jsonvalue decodes JSON into the plain values the engine passes to
-// CEL and templates: integers stay int64 (an observed_generation of 5 must
-// not become 5.0), other numbers are float64.
+// Package jsonvalue decodes JSON into the plain values the adapter engine
+// and the API's condition rules pass to CEL and templates: integers stay
+// int64 (an observed_generation of 5 must not become 5.0), other numbers
+// are float64.
 package jsonvalue
 
 import (
