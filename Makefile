@@ -90,7 +90,8 @@ fmt-check:
 
 # The dependent-chain workload runs upstream HyperFleet's end-to-end adapters
 # (cl-namespace, cl-job, cl-deployment) from CHAIN_DIR.
-CHAIN_DIR ?= ../shared/compat/upstream-e2e-adapters
+HYPERFLEET_COMPAT_DIR ?= ../shared/compat
+CHAIN_DIR ?= $(HYPERFLEET_COMPAT_DIR)/upstream-e2e-adapters
 bench: test-tools build ## Go benchmarks, the API load driver, and reconcile latency, cost, idle load and restart against the poller (figures go in docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./apiserver/... ./adapter/...
 	$(GO) run ./cmd/hyperfleet-load --clusters 10000 --duration 20s

@@ -14,8 +14,8 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/compat"
 )
 
-// Upstream HyperFleet's dry-run fixtures (../shared/compat), run as shipped.
-const examples = "../../../shared/compat/upstream-adapter-examples"
+// Upstream HyperFleet's dry-run fixtures (internal/compat), run as shipped.
+var examples = compat.Path("upstream-adapter-examples")
 
 var at = time.Date(2026, 2, 18, 11, 0, 0, 0, time.UTC)
 
@@ -27,7 +27,7 @@ func load(t *testing.T, adapter, task string) *taskconfig.Bundle {
 	}
 	b, problems := taskconfig.Load(af, filepath.Join(examples, task), taskconfig.Options{})
 	if err := problems.Err(); err != nil {
-		t.Fatalf("compat fixtures (../shared beside the repository): %v", err)
+		t.Fatalf("compat fixtures in %s: %v", examples, err)
 	}
 	return b
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/compat"
 )
 
-// compatRoot holds upstream HyperFleet's adapters (../shared/compat).
-const compatRoot = "../../../shared/compat"
+// compatRoot holds upstream HyperFleet's adapters (internal/compat).
+var compatRoot = compat.Dir()
 
 // compatAdapters lists every adapter directory of the compat fixtures.
 func compatAdapters(t *testing.T) []string {
@@ -19,7 +19,7 @@ func compatAdapters(t *testing.T) []string {
 	for _, group := range []string{"upstream-adapter-examples", "upstream-e2e-adapters"} {
 		entries, err := os.ReadDir(filepath.Join(compatRoot, group))
 		if err != nil {
-			t.Fatalf("compat fixtures missing (clone with ../shared beside the repository): %v", err)
+			t.Fatalf("compat fixtures missing (see internal/compat): %v", err)
 		}
 		for _, e := range entries {
 			if _, err := os.Stat(filepath.Join(compatRoot, group, e.Name(), "adapter-task-config.yaml")); err == nil {

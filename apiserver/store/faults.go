@@ -76,12 +76,11 @@ func Classify(err error) Fault {
 	case pgconn.Timeout(err) && !errors.Is(err, context.Canceled):
 		return FaultUnavailable
 	}
-	// pgx reports a connection closed under a query as a plain error.
-	if msg := err.Error(); strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset") ||
-		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "database or disk is full") {
-		if strings.Contains(msg, "disk is full") {
-			return FaultStorageFull
-		}
+	// Some drivers report these as plain errors.
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "database or disk is full"):
+		return FaultStorageFull
+	case strings.Contains(msg, "conn closed"), strings.Contains(msg, "connection reset"), strings.Contains(msg, "broken pipe"):
 		return FaultUnavailable
 	}
 	return FaultNone

@@ -1,8 +1,10 @@
 // Package compat locates upstream HyperFleet's adapters, payloads and
 // schemas, which the compatibility tests run as shipped. They are not part
-// of this repository: CI places them in ../shared/compat beside the clone.
-// Without them those tests skip, saying what they check, so a bare clone
-// still passes `make test`; with CI=true a missing directory is a failure.
+// of this repository: HYPERFLEET_COMPAT_DIR names their directory, and by
+// default it is shared/compat in the directory that holds the checkout
+// (where CI places it). Without them those tests skip, saying what they
+// check, so a bare clone still passes `make test`; with CI=true a missing
+// directory is a failure.
 package compat
 
 import (
@@ -11,9 +13,23 @@ import (
 	"testing"
 )
 
+// DirEnv names the directory of upstream's files when it is not the
+// default.
+const DirEnv = "HYPERFLEET_COMPAT_DIR"
+
+// Path joins elems under the compat directory (call Require first).
+func Path(elem ...string) string { return filepath.Join(append([]string{Dir()}, elem...)...) }
+
 // Dir returns the absolute path of the compat directory, or "" when it is
 // absent.
 func Dir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		abs, err := filepath.Abs(d)
+		if st, serr := os.Stat(abs); err != nil || serr != nil || !st.IsDir() {
+			return ""
+		}
+		return abs
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return ""
@@ -39,7 +55,7 @@ func Require(t testing.TB, checks string) {
 	if Dir() != "" {
 		return
 	}
-	msg := "this test checks " + checks + " against upstream HyperFleet's files, expected in ../shared/compat beside the repository (upstream-adapter-examples, upstream-e2e-adapters, upstream-e2e-payloads)"
+	msg := "this test checks " + checks + " against upstream HyperFleet's files, expected in $" + DirEnv + " or shared/compat beside the checkout (upstream-adapter-examples, upstream-e2e-adapters, upstream-e2e-payloads)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + "; they are missing and CI=true")
 	}

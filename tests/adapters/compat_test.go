@@ -104,7 +104,7 @@ func TestCompatNamespaceAdapters(t *testing.T) {
 	for _, a := range []struct{ dir, ns, op string }{
 		{e2eAdapters + "/cl-crash", c.ID + "-cl-crash", "clusterNamespace=CREATE"},
 		{e2eAdapters + "/cl-stuck", c.ID + "-cl-stuck", "clusterNamespace=CREATE"},
-		{"../../../shared/compat/upstream-adapter-examples/adapter-kubernetes", c.ID + "-k8s", "namespace=CREATE helloWorldJob=CREATE"},
+		{compat.Path("upstream-adapter-examples", "adapter-kubernetes"), c.ID + "-k8s", "namespace=CREATE helloWorldJob=CREATE"},
 	} {
 		res := w.run(w.adapter(a.dir), c)
 		if ops(res) != a.op {
@@ -130,7 +130,7 @@ func TestCompatNamespaceAdapters(t *testing.T) {
 func TestCompatDryRunConfigsForReal(t *testing.T) {
 	compat.Require(t, "the upstream dry-run configs applied for real")
 	w := newWorld(t, []string{"dryrun-kubernetes-delete"}, []string{})
-	dir := "../../../shared/compat/upstream-adapter-examples/adapter-dryrun"
+	dir := compat.Path("upstream-adapter-examples", "adapter-dryrun")
 	c := w.createCluster("compat-dryrun", map[string]any{
 		"region": "us-east-1", "provider": "aws", "tags": []any{"production", "ha"},
 		"node_pools": []any{map[string]any{"name": "big", "replicas": 5}, map[string]any{"name": "small", "replicas": 1}},

@@ -30,16 +30,16 @@ import (
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-const (
-	shipped     = "../../taskconfigs"
-	e2eAdapters = "../../../shared/compat/upstream-e2e-adapters"
-)
+const shipped = "../../taskconfigs"
+
+var e2eAdapters = compat.Path("upstream-e2e-adapters")
 
 // world is a HyperFleet API and a Kubernetes control plane.
 type world struct {

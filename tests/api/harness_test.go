@@ -304,7 +304,7 @@ func readFile(t *testing.T, path string) string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read %s (the compat fixtures live in ../shared beside the repository): %v", path, err)
+		t.Fatalf("read %s: %v", path, err)
 	}
 	return string(raw)
 }

@@ -172,7 +172,7 @@ func TestOpenAPIMatchesRouterForExampleKinds(t *testing.T) {
 func TestCompatPayloadsForExampleKinds(t *testing.T) {
 	compat.Require(t, "that the upstream end-to-end payloads of the example kinds are accepted")
 	eachBackend(t, func(t *testing.T, e *env) {
-		dir := "../../../shared/compat/upstream-e2e-payloads"
+		dir := compat.Path("upstream-e2e-payloads")
 		load := func(name string) string {
 			return strings.ReplaceAll(readFile(t, dir+"/"+name), "{{.Random}}", fmt.Sprintf("%d", len(name)))
 		}

@@ -211,9 +211,9 @@ components:
 	// The upstream example schema (permissive) loads and accepts the upstream payloads.
 	compat.Require(t, "that the upstream example spec schema loads and accepts the upstream payloads")
 	e := newEnv(t, store.BackendSQLite, func(o *apiserver.Options) {
-		o.SpecSchema = "../../../shared/compat/upstream-adapter-examples/api-validation-schema.yaml"
+		o.SpecSchema = compat.Path("upstream-adapter-examples", "api-validation-schema.yaml")
 	})
-	payload := readFile(t, "../../../shared/compat/upstream-e2e-payloads/clusters/cluster-request-small.json")
+	payload := readFile(t, compat.Path("upstream-e2e-payloads", "clusters", "cluster-request-small.json"))
 	e.do("POST", base+"/clusters", strings.ReplaceAll(payload, "{{.Random}}", "1")).expect(201)
 }
 
