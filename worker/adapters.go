@@ -38,8 +38,9 @@ type AdapterDeps struct {
 	Metrics     *metrics.Metrics
 	Logger      zerolog.Logger
 	// Changes, when set, receives every change to an object an adapter
-	// applied (its Kubernetes transport watches them) until WatchContext
-	// ends: the worker wakes the owning resource's workflow with it.
+	// applied (its Kubernetes transport watches them until WatchContext
+	// ends; its Maestro client watches the agents' status reports): the
+	// worker wakes the owning resource's workflow with it.
 	Changes      func(transport.Change)
 	WatchContext context.Context
 	// Maestro overrides every Maestro adapter's clients.maestro settings
@@ -92,7 +93,7 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 			}
 			transports[client] = t
 		case taskconfig.ClientMaestro:
-			t, err := maestroTransport(b, deps.Maestro, deps.Logger)
+			t, err := maestroTransport(b, deps.Maestro, deps.Changes, deps.Logger)
 			if err != nil {
 				return nil, fmt.Errorf("adapter %s: %w", name, err)
 			}

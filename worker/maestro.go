@@ -16,7 +16,11 @@ import (
 // and the worker's --maestro-* flags over both.
 // Nothing connects here (the gRPC stream opens on first use), so a worker
 // starts while Maestro is down and its activities report that as a status.
-func maestroTransport(b *taskconfig.Bundle, flags maestrotransport.Overrides, log zerolog.Logger) (transport.Transport, error) {
+//
+// With changes set, the client watches the status the agents report and
+// passes changes to the adapter's ManifestWorks on, so readiness wakes the
+// owning workflow instead of waiting for its next timer.
+func maestroTransport(b *taskconfig.Bundle, flags maestrotransport.Overrides, changes func(transport.Change), log zerolog.Logger) (transport.Transport, error) {
 	over, err := maestrotransport.OverridesFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -25,6 +29,9 @@ func maestroTransport(b *taskconfig.Bundle, flags maestrotransport.Overrides, lo
 	c, err := maestrotransport.Shared(cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("%s applies resources through Maestro:\n%w", b.AdapterFile, err)
+	}
+	if changes != nil {
+		return maestrotransport.NewWatchingTransport(c, b.Adapter.Adapter.Name, changes), nil
 	}
 	return maestrotransport.NewTransport(c), nil
 }

@@ -214,7 +214,8 @@ func Digest(obj Object) string {
 
 // Readiness is the part of a status that says how ready an object is: for
 // a status with conditions or a phase, the conditions' type, status and
-// reason and the phase; otherwise the whole status. Counters and times that
+// reason and the phase (for a ManifestWork, also each manifest's conditions
+// and status feedback values); otherwise the whole status. Counters and times that
 // move while a rollout goes on (active pods, replica counts, update times)
 // are left out: each would wake the workflow for a round that finds
 // nothing new.
@@ -229,6 +230,31 @@ func Readiness(status any) any {
 		return status
 	}
 	out := []string{fmt.Sprint("phase=", phase)}
+	out = appendConditions(out, conds)
+	// A ManifestWork's own conditions say little (applied, the objects
+	// exist); how ready its objects are is in each manifest's conditions
+	// and the status feedback values the adapter asked for.
+	rs, _ := m["resourceStatus"].(map[string]any)
+	manifests, _ := rs["manifests"].([]any)
+	for _, e := range manifests {
+		entry, _ := e.(map[string]any)
+		meta, _ := entry["resourceMeta"].(map[string]any)
+		out = append(out, fmt.Sprint("manifest=", meta["kind"], "/", meta["namespace"], "/", meta["name"]))
+		mconds, _ := entry["conditions"].([]any)
+		out = appendConditions(out, mconds)
+		fb, _ := entry["statusFeedback"].(map[string]any)
+		values, _ := fb["values"].([]any)
+		for _, v := range values {
+			if vm, ok := v.(map[string]any); ok {
+				raw, _ := json.Marshal(vm["fieldValue"])
+				out = append(out, fmt.Sprint("feedback.", vm["name"], "=", string(raw)))
+			}
+		}
+	}
+	return out
+}
+
+func appendConditions(out []string, conds []any) []string {
 	for _, c := range conds {
 		if cm, ok := c.(map[string]any); ok {
 			out = append(out, fmt.Sprint(cm["type"], "=", cm["status"], "/", cm["reason"]))

@@ -121,18 +121,7 @@ func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microse
 
 // Ref addresses a resource by its path: a child addressed under its parent
 // (a node pool under its cluster) also names the parent.
-type Ref struct {
-	Kind     string
-	ID       string
-	ParentID string // the parent in the path, for nested routes
-}
-
-func (r Ref) String() string {
-	if r.ParentID != "" {
-		return fmt.Sprintf("%s %s (parent %s)", r.Kind, r.ID, r.ParentID)
-	}
-	return r.Kind + " " + r.ID
-}
+type Ref = resource.Ref
 
 func notFound(ref Ref) *problem.Problem { return problem.NotFound(ref.Kind, ref.ID) }
 

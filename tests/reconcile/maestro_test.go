@@ -23,7 +23,11 @@ import (
 // in-cluster addresses), reconciled through Temporal: the cluster becomes
 // Ready from the ManifestWork's status feedback, a spec PATCH is patched
 // through Maestro and applied by the agent, and DELETE removes the work and
-// the applied objects before the cluster goes.
+// the applied objects before the cluster goes. Backoff is ten minutes: what
+// the agent reports (applied, feedback read, deleted) wakes the workflow
+// through the worker's Maestro status watch, so any wait on a timer would
+// show. Contract: "what an adapter applied wakes its workflow when it
+// changes".
 func TestMaestroAdapterThroughTemporal(t *testing.T) {
 	compat.Require(t, "upstream's cl-maestro adapter through Temporal and a real Maestro")
 	m := testenv.MaestroServer(t)
@@ -31,6 +35,7 @@ func TestMaestroAdapterThroughTemporal(t *testing.T) {
 	opts := defaultOptions()
 	opts.noWorkers = true
 	opts.registered = map[string][]string{hf.KindCluster: {"cl-maestro"}, hf.KindNodePool: {}}
+	opts.reconcile.InitialBackoff, opts.reconcile.MaxBackoff = 10*time.Minute, 10*time.Minute
 	s := newSystem(t, opts)
 	m.StartAgent(t, "cluster1", s.kube)
 	s.startReconciler()
@@ -41,6 +46,10 @@ func TestMaestroAdapterThroughTemporal(t *testing.T) {
 
 	c := s.createCluster("e2e-maestro", map[string]any{"platform": map[string]any{"type": "gcp"}})
 	s.waitReady(c, 1, 120*time.Second)
+	if f := factsOf(t, s.history(hf.KindCluster, c.ID)); len(f.wakes) == 0 || f.timersFired != 0 {
+		t.Errorf("became Ready with %d wake-ups from the Maestro watch and %d timers fired; want wake-ups and no timer\n%s",
+			len(f.wakes), f.timersFired, s.timeline(hf.KindCluster, c.ID))
+	}
 	st := s.statuses(c)["cl-maestro"]
 	var data map[string]any
 	_ = json.Unmarshal(st.Data, &data)

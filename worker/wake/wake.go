@@ -3,8 +3,9 @@
 // or deleted an object behind the adapter's back. The adapter's transport
 // watches the objects and reports each change here; the waker turns them
 // into signals to the owning resource's workflow, at most one per workflow
-// per interval (the first at once, the rest folded into one at the end of
-// the interval), so a burst of status updates costs one round.
+// per interval (the first once the changes have been quiet for a few
+// milliseconds, the rest folded into one at the end of the interval), so a
+// burst of status updates costs one round.
 package wake
 
 import (
@@ -33,12 +34,17 @@ type Signaller interface {
 // DefaultInterval is the least time between two signals to one workflow.
 const DefaultInterval = 250 * time.Millisecond
 
+// DefaultSettle is how long a change waits for quiet before it is
+// signalled: changes that follow within it fold into the same signal.
+const DefaultSettle = 30 * time.Millisecond
+
 // maxObjects bounds the object states one signal lists per workflow.
 const maxObjects = 64
 
 // Waker folds changes into signals.
 type Waker struct {
 	interval time.Duration
+	settle   time.Duration
 	client   atomic.Pointer[Signaller]
 	log      zerolog.Logger
 	signals  *prometheus.CounterVec
@@ -50,6 +56,7 @@ type Waker struct {
 
 type entry struct {
 	last    time.Time
+	first   time.Time // of the changes pending
 	timer   *time.Timer
 	objects map[string]reconcile.ObjectChange // latest state, by adapter and object
 	details []string
@@ -61,7 +68,7 @@ func New(interval time.Duration, reg prometheus.Registerer, log zerolog.Logger) 
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	w := &Waker{interval: interval, log: log, pending: map[string]*entry{}, sem: make(chan struct{}, 16),
+	w := &Waker{interval: interval, settle: min(DefaultSettle, interval), log: log, pending: map[string]*entry{}, sem: make(chan struct{}, 16),
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hyperfleet_worker_wake_signals_total",
 			Help: "Signals sent to reconcile workflows because an object an adapter manages changed, by outcome (sent, gone: no workflow runs, error).",
@@ -102,9 +109,18 @@ func (w *Waker) Notify(c transport.Change) {
 	if len(e.details) < 5 {
 		e.details = append(e.details, c.String())
 	}
-	if e.timer == nil {
-		delay := max(0, time.Until(e.last.Add(w.interval)))
+	now := time.Now()
+	switch {
+	case e.timer == nil:
+		e.first = now
+		delay := max(w.settle, e.last.Add(w.interval).Sub(now))
 		e.timer = time.AfterFunc(delay, func() { w.flush(id) })
+	case !now.Before(e.last.Add(w.interval)) && now.Sub(e.first)+w.settle <= w.interval && e.timer.Stop():
+		// Still settling: reports of one change often come in pairs a few
+		// milliseconds apart (a ManifestWork applied, then its feedback):
+		// wait for quiet once more, within the interval, so they cost one
+		// round, not two.
+		e.timer = time.AfterFunc(w.settle, func() { w.flush(id) })
 	}
 }
 
@@ -121,7 +137,10 @@ func (w *Waker) forget() {
 func (w *Waker) flush(id string) {
 	w.mu.Lock()
 	e := w.pending[id]
-	if e == nil {
+	if e == nil || len(e.objects) == 0 {
+		if e != nil {
+			e.timer = nil
+		}
 		w.mu.Unlock()
 		return
 	}

@@ -32,7 +32,29 @@ func (r *recorder) signals() []reconcile.Signal {
 	return append([]reconcile.Signal(nil), r.sent...)
 }
 
-// The first change is signalled at once; the rest of a burst fold into one
+// Reports a few milliseconds apart (a ManifestWork applied, then its
+// feedback) fold into the first signal: one round, not two.
+func TestChangesInQuickSuccessionFoldIntoTheFirstSignal(t *testing.T) {
+	rec := &recorder{}
+	w := New(time.Second, nil, zerolog.Nop())
+	w.Attach(rec)
+	work := transport.Ref{Kind: "ManifestWork", Namespace: "cluster1", Name: "w"}
+	for _, d := range []string{"applied", "feedback"} {
+		w.Notify(transport.Change{Adapter: "cl-maestro", OwnerKind: "Cluster", OwnerID: "c1", Object: work, What: transport.ChangeStatus, Digest: d})
+		time.Sleep(5 * time.Millisecond)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rec.signals()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(1200 * time.Millisecond) // past the interval: nothing more may follow
+	got := rec.signals()
+	if len(got) != 1 || len(got[0].Objects) != 1 || got[0].Objects[0].Digest != "feedback" {
+		t.Fatalf("signals = %+v; want one carrying the latest state (digest feedback)", got)
+	}
+}
+
+// The first change is signalled once quiet; the rest of a burst fold into one
 // signal at the end of the interval carrying each object's latest state.
 func TestBurstFoldsIntoOneSignalWithTheLatestState(t *testing.T) {
 	rec := &recorder{}

@@ -101,72 +101,12 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 	}
 }
 
-// Ref names the resource a workflow reconciles.
-type Ref struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-	// ParentID is the parent of a child kind (the cluster of a node pool).
-	ParentID string `json:"parent_id,omitempty"`
-	// ParentKind and Path come from the API's kinds table, which workers
-	// do not read; empty (as in workflows started before kinds became
-	// configuration) means the default kinds: a parent is a Cluster.
-	ParentKind string `json:"parent_kind,omitempty"`
-	Path       string `json:"path,omitempty"`
-}
-
-// Href is the resource's API path.
-func (r Ref) Href() string {
-	if r.Path != "" {
-		return r.Path
-	}
-	if r.ParentID != "" {
-		return resource.NodePoolHref(r.ParentID, r.ID)
-	}
-	return resource.ClusterHref(r.ID)
-}
-
-// parentHref is the API path of the parent: a child's path is its
-// parent's followed by /<plural>/<id>.
-func (r Ref) parentHref() string {
-	if r.Path != "" {
-		p := r.Path
-		for range 2 {
-			if i := strings.LastIndexByte(p, '/'); i > 0 {
-				p = p[:i]
-			}
-		}
-		return p
-	}
-	return resource.ClusterHref(r.ParentID)
-}
-
-// Event is what an adapter receives: the seed's anemic event, so task
-// configs written for upstream HyperFleet read the same fields.
-func (r Ref) Event(generation int64) resource.Event {
-	ev := resource.Event{ID: r.ID, Kind: r.Kind, Href: r.Href(), Generation: generation}
-	if r.ParentID != "" {
-		kind := r.ParentKind
-		if kind == "" {
-			kind = resource.KindCluster
-		}
-		ev.OwnerReferences = &resource.OwnerReference{ID: r.ParentID, Kind: kind, Href: r.parentHref()}
-	}
-	return ev
-}
+// Ref names the resource a workflow reconciles (the API's own reference:
+// its JSON is part of the workflow's input, so it must not change shape).
+type Ref = resource.Ref
 
 // RefOf is the Ref of a resource of a kind in the table.
-func RefOf(kinds *resource.Kinds, kind, id, parentID string) Ref {
-	ref := Ref{Kind: kind, ID: id, ParentID: parentID}
-	k, ok := kinds.Get(kind)
-	if !ok || kinds.IsDefault(kind) {
-		return ref
-	}
-	if parentID != "" {
-		ref.ParentKind = k.ParentKind
-	}
-	ref.Path = kinds.Href(kind, id, parentID)
-	return ref
-}
+var RefOf = resource.RefOf
 
 // Options tune a workflow; they travel in its input (and across
 // continue-as-new) so a replay always sees the values it ran with.

@@ -5,8 +5,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/adapter/transport/transporttest"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
@@ -78,4 +80,22 @@ func TestTransportAgainstKubeAPIServer(t *testing.T) {
 	if _, err := tr.Create(ctx, "", noNS); err == nil || !strings.Contains(err.Error(), "set metadata.namespace") {
 		t.Errorf("namespaced object without a namespace: %v", err)
 	}
+}
+
+func TestConformance(t *testing.T) {
+	k := testenv.KubeAPI(t)
+	tr, err := New(k.Config, "hyperfleet-conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	transporttest.Run(t, transporttest.Suite{Transport: tr, Within: 30 * time.Second,
+		Object: func(name string, labels map[string]string, generation string) transport.Object {
+			l := map[string]any{}
+			for k, v := range labels {
+				l[k] = v
+			}
+			return transport.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
+				"name": name, "namespace": "default", "labels": l,
+				"annotations": map[string]any{transporttest.GenerationAnnotation: generation}}, "data": map[string]any{"k": generation}}
+		}})
 }

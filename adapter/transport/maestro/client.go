@@ -15,8 +15,12 @@ import (
 	"github.com/openshift-online/maestro/pkg/api/openapi"
 	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	cloudeventscommon "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/common"
+	cloudeventsutils "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/utils"
 	"open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
 
 	"github.com/hyperfleet/hyperfleet/internal/tlsfiles"
@@ -47,10 +51,14 @@ type Client struct {
 
 	mu   sync.Mutex
 	conn *connection
+
+	watchState
 }
 
 // connection is one gRPC source client and what it started.
 type connection struct {
+	// ctx ends when the connection is dropped.
+	ctx    context.Context
 	works  workv1client.WorkV1Interface
 	dialer *grpc.GRPCDialer
 	cancel context.CancelFunc
@@ -62,7 +70,8 @@ func New(cfg Config, log zerolog.Logger) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, log: log.With().Str("component", "maestro").Str("source_id", cfg.SourceID).Logger()}
+	c := &Client{cfg: cfg, log: log.With().Str("component", "maestro").Str("source_id", cfg.SourceID).Logger(),
+		watchState: newWatchState()}
 	c.klog = funcr.New(func(prefix, args string) { c.log.Debug().Str("lib", prefix).Msg(args) }, funcr.Options{})
 	httpTransport := http.DefaultTransport.(*http.Transport).Clone()
 	if strings.HasPrefix(cfg.HTTPAddress, "https://") {
@@ -141,6 +150,51 @@ func (c *Client) works(ctx context.Context, consumer string, publishes bool, fn 
 	return err
 }
 
+// read gets a ManifestWork from the REST API, nil when there is none. It
+// uses none of the source client's state, but it still takes the lock:
+// Maestro's server opens a database connection for every concurrent
+// request beyond a small idle pool, and under a burst of 50 clusters
+// unserialised reads made create to Available slower (p50 15 s against
+// 11-14 s here).
+func (c *Client) read(ctx context.Context, consumer, name string) (*workv1.ManifestWork, error) {
+	id := workID(c.cfg.SourceID, consumer, name)
+	work, epoch := c.cached(id)
+	if work != nil {
+		return work, nil
+	}
+	work, err := c.readREST(ctx, id)
+	if err == nil {
+		c.fill(id, epoch, work)
+	}
+	return work, err
+}
+
+// workID is Maestro's id of a source's ManifestWork, the UID it carries.
+func workID(source, consumer, name string) types.UID {
+	return types.UID(cloudeventsutils.UID(source, cloudeventscommon.ManifestWorkGR.String(), consumer, name))
+}
+
+func (c *Client) readREST(ctx context.Context, id types.UID) (*workv1.ManifestWork, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.root.Err() != nil {
+		return nil, errors.New("the Maestro client is closed")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	rb, resp, err := c.api.DefaultAPI.ApiMaestroV1ResourceBundlesIdGet(ctx, string(id)).Execute()
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return grpcsource.ToManifestWork(rb)
+}
+
 func (c *Client) connect() (*connection, error) {
 	ctx, cancel := context.WithCancel(klog.NewContext(c.root, c.klog))
 	dialer := &grpc.GRPCDialer{URL: c.cfg.GRPCAddress, TLSConfig: c.grpc, Token: c.tok}
@@ -156,7 +210,7 @@ func (c *Client) connect() (*connection, error) {
 		return nil, err
 	}
 	c.log.Info().Str("grpc", c.cfg.GRPCAddress).Str("http", c.cfg.HTTPAddress).Msg("connected to Maestro")
-	return &connection{works: works, dialer: dialer, cancel: cancel}, nil
+	return &connection{ctx: ctx, works: works, dialer: dialer, cancel: cancel}, nil
 }
 
 func (c *Client) dropLocked() {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/adapter/transport/transporttest"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
@@ -373,4 +374,19 @@ func TestRecoversWhenMaestroReturns(t *testing.T) {
 	if n := len(m.ResourceBundles(t, "source='transport-restart'")); n != 2 {
 		t.Errorf("Maestro holds %d works of this source after the restart, want 2 (nothing duplicated)", n)
 	}
+}
+
+func TestConformance(t *testing.T) {
+	e := realMaestro(t)
+	transporttest.Run(t, transporttest.Suite{Transport: newClient(t, e.m, "transport-conformance"), Target: "spoke1", Within: 60 * time.Second,
+		Object: func(name string, labels map[string]string, generation string) transport.Object {
+			w := work(name, generation, generation)
+			meta := w["metadata"].(map[string]any)
+			l := map[string]any{}
+			for k, v := range labels {
+				l[k] = v
+			}
+			meta["labels"] = l
+			return w
+		}})
 }

@@ -39,30 +39,43 @@ const (
 const generationAnnotation = "hyperfleet.io/generation"
 
 // Transport implements transport.Transport on a shared Client.
-type Transport struct{ c *Client }
+type Transport struct {
+	c       *Client
+	watches bool
+}
 
-var _ transport.Transport = (*Transport)(nil)
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.Watcher   = (*Transport)(nil)
+)
 
 // NewTransport wraps a client.
 func NewTransport(c *Client) *Transport { return &Transport{c: c} }
+
+// NewWatchingTransport wraps a client that reports status changes of the
+// adapter's ManifestWorks to notify (see Client.Watch).
+func NewWatchingTransport(c *Client, adapter string, notify func(transport.Change)) *Transport {
+	c.Watch(adapter, notify)
+	return &Transport{c: c, watches: true}
+}
+
+// Watches implements transport.Watcher: the engine stamps the adapter and
+// owner labels on ManifestWorks only when their status is watched.
+func (t *Transport) Watches() bool { return t.watches }
 
 // Get implements transport.Transport.
 func (t *Transport) Get(ctx context.Context, target string, ref transport.Ref) (transport.Object, error) {
 	if err := checkTarget(target, ref.Kind); err != nil {
 		return nil, err
 	}
-	var work *workv1.ManifestWork
-	err := t.c.works(ctx, target, false, func(ctx context.Context, w workv1client.ManifestWorkInterface) error {
-		var err error
-		work, err = w.Get(ctx, ref.Name, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
+	work, err := t.c.read(ctx, target, ref.Name)
 	if err != nil {
 		return nil, t.c.explain("get", target, "ManifestWork "+ref.Name, err)
 	}
+	if work == nil {
+		return nil, nil
+	}
+	t.c.remember(work)
 	return toObject(work)
 }
 
@@ -77,6 +90,10 @@ func (t *Transport) Create(ctx context.Context, target string, obj transport.Obj
 		created, err = w.Create(ctx, work, metav1.CreateOptions{})
 		return err
 	})
+	t.c.invalidate(workID(t.c.cfg.SourceID, target, work.Name))
+	if err == nil {
+		t.c.remember(created)
+	}
 	if err != nil {
 		return nil, t.c.explain("create", target, "ManifestWork "+work.Name, err)
 	}
@@ -104,6 +121,10 @@ func (t *Transport) Update(ctx context.Context, target string, obj transport.Obj
 		patched, err = w.Patch(ctx, work.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
+	t.c.invalidate(workID(t.c.cfg.SourceID, target, work.Name))
+	if err == nil {
+		t.c.remember(patched)
+	}
 	if err != nil {
 		return nil, t.c.explain("patch", target, "ManifestWork "+work.Name, err)
 	}
@@ -120,6 +141,7 @@ func (t *Transport) Delete(ctx context.Context, target string, ref transport.Ref
 	err := t.c.works(ctx, target, true, func(ctx context.Context, w workv1client.ManifestWorkInterface) error {
 		return w.Delete(ctx, ref.Name, metav1.DeleteOptions{})
 	})
+	t.c.invalidate(workID(t.c.cfg.SourceID, target, ref.Name))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return t.c.explain("delete", target, "ManifestWork "+ref.Name, err)
 	}

@@ -1,0 +1,319 @@
+package maestro
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+)
+
+// sequenceAnnotation is set by the source client on a ManifestWork decoded
+// from a status update the agent sent; a ManifestWork read from the REST
+// API (the list a watch starts with, and its resyncs) has none.
+const sequenceAnnotation = "cloudevents.open-cluster-management.io/sequenceid"
+
+// Watch makes the client report changes to the status of ManifestWorks
+// stamped with the adapter's label: an agent reporting that a manifest
+// applied, became available, changed a status feedback value, or was
+// deleted. notify must not block. The client then keeps a status stream
+// open, reconnecting with backoff, from the first Watch until Close.
+func (c *Client) Watch(adapter string, notify func(transport.Change)) {
+	c.watchMu.Lock()
+	c.notify[adapter] = notify
+	c.watchMu.Unlock()
+	c.watchOnce.Do(func() { go c.watchLoop() })
+}
+
+// watched is what the client remembers of a ManifestWork: where its changes
+// go and the readiness last seen.
+type watched struct {
+	adapter, ownerKind, ownerID string
+	readiness                   string
+}
+
+// remember records a ManifestWork the transport read or wrote, so a status
+// update that carries no labels (an agent need not send the metadata back)
+// can still be routed, and a later update is compared with what was read.
+func (c *Client) remember(work *workv1.ManifestWork) {
+	if work == nil || work.UID == "" {
+		return
+	}
+	l := work.Labels
+	if l[transport.LabelAdapter] == "" {
+		return
+	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if _, ok := c.notify[l[transport.LabelAdapter]]; !ok {
+		return
+	}
+	prev := c.seen[work.UID]
+	c.seen[work.UID] = watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID],
+		readiness: prev.readiness}
+}
+
+// watchLoop keeps one status stream open while the client lives. The
+// stream shares the connection activities use: when a publish drops the
+// connection, the stream ends with it and the next one is opened on the
+// fresh connection.
+func (c *Client) watchLoop() {
+	backoff := time.Second
+	for c.root.Err() == nil {
+		stream, done, err := c.openWatch()
+		if err != nil {
+			c.log.Debug().Err(err).Dur("retry_in", backoff).Msg("cannot watch ManifestWork status yet: readiness is noticed at the next round until it can")
+			select {
+			case <-c.root.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		c.consume(done, stream)
+	}
+}
+
+// openWatch opens a watch on every consumer's ManifestWorks of this source
+// on the current connection (connecting first when there is none).
+func (c *Client) openWatch() (watch.Interface, <-chan struct{}, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.root.Err() != nil {
+		return nil, nil, c.root.Err()
+	}
+	if c.conn == nil {
+		conn, err := c.connect()
+		if err != nil {
+			return nil, nil, err
+		}
+		c.conn = conn
+	}
+	// The watch starts by listing this source's ManifestWorks over REST:
+	// allow more than one request's timeout for a large fleet.
+	ctx, cancel := context.WithTimeout(klog.NewContext(c.conn.ctx, c.klog), 4*c.cfg.Timeout)
+	defer cancel()
+	w, err := c.conn.works.ManifestWorks(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	c.log.Debug().Msg("watching ManifestWork status")
+	return w, c.conn.ctx.Done(), nil
+}
+
+// consume reads the stream until its connection ends.
+func (c *Client) consume(done <-chan struct{}, w watch.Interface) {
+	c.watchMu.Lock()
+	c.streaming = true
+	c.watchMu.Unlock()
+	defer func() {
+		// Without the stream the cache would go stale: drop it; the next
+		// stream lists everything again.
+		c.watchMu.Lock()
+		c.streaming = false
+		clear(c.cache)
+		clear(c.epoch)
+		c.watchMu.Unlock()
+		// The source client sends without a timeout: after Stop, keep
+		// reading until it has gone quiet so no sender stays blocked.
+		w.Stop()
+		for {
+			select {
+			case _, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+			case <-time.After(2 * time.Second):
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		case evt, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			c.observe(evt)
+		}
+	}
+}
+
+// observe turns one event into a change notice, when it is one.
+func (c *Client) observe(evt watch.Event) {
+	work, ok := evt.Object.(*workv1.ManifestWork)
+	if !ok {
+		return
+	}
+	obj, err := toObject(work)
+	if err != nil {
+		return
+	}
+	readiness := readinessOf(obj)
+	update := work.Annotations[sequenceAnnotation] != ""
+
+	c.watchMu.Lock()
+	c.cacheEventLocked(evt.Type, update, work)
+	prev := c.seen[work.UID]
+	route := prev
+	if l := work.Labels; l[transport.LabelAdapter] != "" {
+		route = watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID]}
+	}
+	notify := c.notify[route.adapter]
+	if notify == nil || route.ownerKind == "" || route.ownerID == "" {
+		c.watchMu.Unlock()
+		return
+	}
+	route.readiness = readiness
+	what := changeOf(evt.Type, update, prev.readiness, readiness)
+	if what == transport.ChangeDeleted {
+		delete(c.seen, work.UID)
+	} else {
+		c.seen[work.UID] = route
+	}
+	c.watchMu.Unlock()
+
+	c.log.Debug().Str("adapter", route.adapter).Str("manifestwork", work.Namespace+"/"+work.Name).Str("event", string(evt.Type)).
+		Bool("status_update", update).Str("change", what).Msg("ManifestWork status event")
+	if what == "" {
+		return
+	}
+	ch := transport.Change{Adapter: route.adapter, OwnerKind: route.ownerKind, OwnerID: route.ownerID, Object: refOf(work, obj), What: what}
+	if what != transport.ChangeDeleted {
+		ch.Digest = transport.Digest(obj)
+	}
+	notify(ch)
+}
+
+// refOf names the ManifestWork as the engine's discovery does. A status
+// update without metadata carries the resource id as its name: the
+// namespace and name are then whatever the engine last read.
+func refOf(work *workv1.ManifestWork, obj transport.Object) transport.Ref {
+	ref := transport.RefOf(obj)
+	if ref.Namespace == "" {
+		ref.Namespace = work.Namespace
+	}
+	return ref
+}
+
+// changeOf says what an event means for the adapter. Pure.
+// before is the readiness last seen, empty when none was.
+//   - A deletion the agent confirmed is always a change.
+//   - A ManifestWork listed over REST (the watch's start, a resync after a
+//     reconnect) is the baseline: no change, unless its readiness differs
+//     from what was seen before the stream broke.
+//   - A status update is a change when its readiness differs from the last
+//     seen, or when none was seen (the first status of a ManifestWork just
+//     written: the notice carries its digest, so a workflow that already
+//     read this state runs no round).
+func changeOf(t watch.EventType, update bool, before, after string) string {
+	switch {
+	case t == watch.Deleted:
+		return transport.ChangeDeleted
+	case before == "":
+		if update {
+			return transport.ChangeStatus
+		}
+		return ""
+	case before != after:
+		return transport.ChangeStatus
+	}
+	return ""
+}
+
+// readinessOf sums transport.Readiness of a ManifestWork's status.
+func readinessOf(obj transport.Object) string {
+	raw, _ := json.Marshal(transport.Readiness(obj["status"]))
+	h := sha256.Sum256(raw)
+	return hex.EncodeToString(h[:8])
+}
+
+// watchState is the part of Client the watch uses.
+type watchState struct {
+	watchMu   sync.Mutex
+	watchOnce sync.Once
+	notify    map[string]func(transport.Change) // by adapter
+	seen      map[types.UID]watched
+
+	// While the stream is open, reads are served from what it delivered,
+	// as an informer's cache serves a controller: the REST API is asked
+	// only for a ManifestWork the stream has not shown whole.
+	streaming bool
+	cache     map[types.UID]*workv1.ManifestWork
+	// epoch counts what happened to each ManifestWork (events, writes), so
+	// a REST read that raced with an event does not overwrite it with an
+	// older status.
+	epoch     map[types.UID]uint64
+	cacheHits atomic.Int64
+}
+
+func newWatchState() watchState {
+	return watchState{notify: map[string]func(transport.Change){}, seen: map[types.UID]watched{},
+		cache: map[types.UID]*workv1.ManifestWork{}, epoch: map[types.UID]uint64{}}
+}
+
+// cached returns the stream's copy of a ManifestWork and, on a miss, the
+// epoch a REST read must find unchanged to fill the cache.
+func (c *Client) cached(uid types.UID) (*workv1.ManifestWork, uint64) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if w := c.cache[uid]; w != nil && c.streaming {
+		c.cacheHits.Add(1)
+		return w, 0
+	}
+	return nil, c.epoch[uid]
+}
+
+// fill caches what a REST read returned, unless something happened to the
+// ManifestWork since the read began.
+func (c *Client) fill(uid types.UID, epoch uint64, work *workv1.ManifestWork) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.streaming && work != nil && c.epoch[uid] == epoch && len(c.notify) > 0 {
+		c.cache[uid] = work
+	}
+}
+
+// invalidate forgets the cached copy after a write: the next read asks the
+// REST API, which has the write.
+func (c *Client) invalidate(uid types.UID) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	c.epoch[uid]++
+	delete(c.cache, uid)
+}
+
+// cacheEventLocked folds one stream event into the cache.
+func (c *Client) cacheEventLocked(t watch.EventType, update bool, work *workv1.ManifestWork) {
+	c.epoch[work.UID]++
+	switch base := c.cache[work.UID]; {
+	case t == watch.Deleted:
+		delete(c.cache, work.UID)
+		delete(c.epoch, work.UID)
+	case !update:
+		c.cache[work.UID] = work // listed over REST: whole
+	case base != nil:
+		// A status report: the agent's status on the spec last read or
+		// written (its echo of the spec may be of an older version).
+		merged := base.DeepCopy()
+		merged.Status = *work.Status.DeepCopy()
+		c.cache[work.UID] = merged
+	default:
+		// A status report of one not held whole: its metadata may be
+		// partial, so the next read goes to the REST API.
+	}
+}

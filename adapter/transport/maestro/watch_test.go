@@ -1,0 +1,156 @@
+package maestro
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+)
+
+func TestChangeOf(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		t             watch.EventType
+		update        bool
+		before, after string
+		want          string
+	}{
+		{"deletion confirmed by the agent", watch.Deleted, true, "a", "a", transport.ChangeDeleted},
+		{"deletion of one never seen", watch.Deleted, false, "", "a", transport.ChangeDeleted},
+		{"listed at the watch's start: baseline", watch.Modified, false, "", "a", ""},
+		{"first status of a work just written", watch.Modified, true, "", "a", transport.ChangeStatus},
+		{"status unchanged (a resync or a repeated report)", watch.Modified, true, "a", "a", ""},
+		{"readiness changed", watch.Modified, true, "a", "b", transport.ChangeStatus},
+		{"listed after a reconnect, changed while away", watch.Modified, false, "a", "b", transport.ChangeStatus},
+		{"listed after a reconnect, unchanged", watch.Modified, false, "a", "a", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := changeOf(c.t, c.update, c.before, c.after); got != c.want {
+				t.Errorf("changeOf(%s, update=%v, %q, %q) = %q, want %q", c.t, c.update, c.before, c.after, got, c.want)
+			}
+		})
+	}
+}
+
+// changes collects what a watch reports.
+type changes struct {
+	mu  sync.Mutex
+	got []transport.Change
+}
+
+func (c *changes) notify(ch transport.Change) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, ch)
+}
+
+func (c *changes) of(object string) []transport.Change {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []transport.Change
+	for _, ch := range c.got {
+		if ch.Object.Name == object {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// The agent's status reports reach the adapter as change notices routed by
+// the labels the engine stamps: the first status, a status feedback value
+// that changed with a new generation, and the deletion. Another adapter's
+// ManifestWorks are not reported to this one.
+func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
+	e := realMaestro(t)
+	c, err := New(Config{GRPCAddress: e.m.GRPCAddr, HTTPAddress: e.m.HTTPURL, SourceID: "transport-watch", Insecure: true}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var seen changes
+	tr := NewWatchingTransport(c, "watcher", seen.notify)
+	if !tr.Watches() {
+		t.Fatal("a watching transport says it does not watch")
+	}
+	ctx := context.Background()
+	name := fmt.Sprintf("tr-watch-%d", time.Now().UnixNano()%1e6)
+	ref := transport.Ref{APIVersion: APIVersion, Kind: Kind, Name: name}
+	mine := work(name, "1", "one")
+	transport.Stamp(mine, "watcher", "Cluster", "c-"+name)
+	other := work(name+"-other", "1", "x")
+	transport.Stamp(other, "someone-else", "Cluster", "c-other")
+
+	if _, err := tr.Create(ctx, "spoke1", mine); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Create(ctx, "spoke1", other); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first status report (applied, feedback read) is a change, and its
+	// digest is the one a read of the same state computes.
+	eventually(t, 30*time.Second, "a status change for the applied work", func() (bool, string) {
+		live, err := tr.Get(ctx, "spoke1", ref)
+		if err != nil || live == nil || feedback(live, "ConfigMap", "value") != "one" {
+			return false, fmt.Sprint("not applied yet: ", err)
+		}
+		got := seen.of(name)
+		for _, ch := range got {
+			if ch.What == transport.ChangeStatus && ch.Digest == transport.Digest(live) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("changes %v, digest of a read %s", got, transport.Digest(live))
+	})
+	first := seen.of(name)[0]
+	if first.Adapter != "watcher" || first.OwnerKind != "Cluster" || first.OwnerID != "c-"+name ||
+		first.Object != (transport.Ref{APIVersion: APIVersion, Kind: Kind, Namespace: "spoke1", Name: name}) {
+		t.Errorf("change routed as %+v", first)
+	}
+
+	// A new generation: the agent applies it and the changed status
+	// feedback value is reported, with the digest of the new state.
+	two := work(name, "2", "two")
+	transport.Stamp(two, "watcher", "Cluster", "c-"+name)
+	if _, err := tr.Update(ctx, "spoke1", two); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "a status change for the new feedback value", func() (bool, string) {
+		live, err := tr.Get(ctx, "spoke1", ref)
+		if err != nil || live == nil || feedback(live, "ConfigMap", "value") != "two" {
+			return false, fmt.Sprint("not applied yet: ", err)
+		}
+		return slices.ContainsFunc(seen.of(name), func(ch transport.Change) bool { return ch.Digest == transport.Digest(live) }),
+			fmt.Sprintf("changes %v, digest of a read %s", seen.of(name), transport.Digest(live))
+	})
+
+	// While the stream is open, reads are served from it: the status
+	// polled above came from the agent's reports, not from REST.
+	if c.cacheHits.Load() == 0 {
+		t.Error("no read was served from the status stream")
+	}
+	if _, ok := c.cache[workID("transport-watch", "spoke1", name)]; !ok {
+		t.Errorf("the cache holds no ManifestWork under Maestro's id for spoke1/%s", name)
+	}
+
+	if err := tr.Delete(ctx, "spoke1", ref, "Background"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the deletion reported", func() (bool, string) {
+		got := seen.of(name)
+		return slices.ContainsFunc(got, func(ch transport.Change) bool { return ch.What == transport.ChangeDeleted && ch.Digest == "" }), fmt.Sprint(got)
+	})
+	if got, err := tr.Get(ctx, "spoke1", ref); err != nil || got != nil {
+		t.Errorf("read after the agent confirmed the deletion = %v, %v; want nil", got, err)
+	}
+	if got := seen.of(name + "-other"); len(got) != 0 {
+		t.Errorf("another adapter's ManifestWork was reported to this one: %v", got)
+	}
+}
