@@ -16,6 +16,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
 // Upstream's cl-maestro adapter, unchanged, hosted by `hyperfleet worker`
@@ -180,4 +181,74 @@ func mixedTransportsAdapter(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// Upstream's failing Maestro adapters, unchanged, through Temporal and a
+// real Maestro: each ends with the status its name describes, the workers
+// hosting them keep running, and the cluster is never Reconciled.
+//   - cl-m-unreg-consumer names a consumer Maestro does not know (with this
+//     API's 36-character ids its namespace name is also too long, which
+//     Maestro reports first): Health=False naming the consumer.
+//   - cl-m-wrong-ds discovers a ManifestWork name it never creates: the
+//     work is created, never discovered, so Applied=False.
+//   - cl-m-wrong-nest's nested discoveries name manifests the work does
+//     not hold: Applied=True, Available=False (NamespaceNotDiscovered).
+//   - cl-m-bad-api cannot reach the API (its worker is pointed at a closed
+//     port): its ManifestWork is placed, no status is stored, and the
+//     workflow's state names the failure.
+func TestMaestroFailingAdaptersThroughTemporal(t *testing.T) {
+	compat.Require(t, "upstream's failing Maestro adapters (cl-m-*) through Temporal and a real Maestro")
+	m := testenv.MaestroServer(t)
+	m.RegisterConsumer(t, "cluster1")
+	opts := defaultOptions()
+	opts.noWorkers = true
+	failing := []string{"cl-m-unreg-consumer", "cl-m-wrong-ds", "cl-m-wrong-nest", "cl-m-bad-api"}
+	opts.registered = map[string][]string{hf.KindCluster: failing, hf.KindNodePool: {}}
+	s := newSystem(t, opts)
+	m.StartAgent(t, "cluster1", s.kube)
+	s.startReconciler()
+	dir := filepath.Join(compat.Dir(), "upstream-e2e-adapters")
+	maestroFlags := []string{"--maestro-grpc-server-address", m.GRPCAddr, "--maestro-http-server-address", m.HTTPURL}
+	reachable := startProcess(t, "hyperfleet worker (cl-m-unreg-consumer, cl-m-wrong-ds, cl-m-wrong-nest)", append([]string{"worker", "--log-format", "json",
+		"--temporal-address", s.temporalAddr, "--api-base-url", s.url, "--metrics-listen", "",
+		"--adapter-dir", filepath.Join(dir, failing[0]), "--adapter-dir", filepath.Join(dir, failing[1]), "--adapter-dir", filepath.Join(dir, failing[2])},
+		maestroFlags...))
+	badAPI := startProcess(t, "hyperfleet worker (cl-m-bad-api)", append([]string{"worker", "--log-format", "json",
+		"--temporal-address", s.temporalAddr, "--api-base-url", fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), "--metrics-listen", "",
+		"--adapter-dir", filepath.Join(dir, "cl-m-bad-api")}, maestroFlags...))
+
+	c := s.createCluster("e2e-maestro-failing", map[string]any{})
+	conditions := func(st hf.AdapterStatus) map[string]hf.AdapterCondition {
+		out := map[string]hf.AdapterCondition{}
+		for _, cond := range st.Conditions {
+			out[cond.Type] = cond
+		}
+		return out
+	}
+	eventually(t, 120*time.Second, func() (bool, string) {
+		all := s.statuses(c)
+		unreg, wrongDS, wrongNest := conditions(all["cl-m-unreg-consumer"]), conditions(all["cl-m-wrong-ds"]), conditions(all["cl-m-wrong-nest"])
+		ok := unreg["Health"].Status == hf.StatusFalse && strings.Contains(unreg["Health"].Message, `on consumer "unregistered-consumer"`) &&
+			wrongDS["Applied"].Status == hf.StatusFalse && wrongDS["Health"].Status == hf.StatusTrue &&
+			wrongNest["Applied"].Status == hf.StatusTrue && wrongNest["Available"].Status == hf.StatusFalse &&
+			wrongNest["Available"].Reason == "NamespaceNotDiscovered"
+		return ok, fmt.Sprintf("cl-m-unreg-consumer %+v\ncl-m-wrong-ds %+v\ncl-m-wrong-nest %+v", unreg, wrongDS, wrongNest)
+	}, nil)
+	if _, ok := s.statuses(c)["cl-m-bad-api"]; ok {
+		t.Error("cl-m-bad-api stored a status although its API address is closed")
+	}
+	eventually(t, 120*time.Second, func() (bool, string) {
+		v, err := s.view(hf.KindCluster, c.ID)
+		a := v.Adapters["cl-m-bad-api"]
+		return err == nil && (a.Outcome == reconcile.OutcomeError || a.Outcome == reconcile.OutcomeFailed),
+			fmt.Sprintf("workflow state of cl-m-bad-api: %+v (%v)", a, err)
+	}, nil)
+	if bundles := m.ResourceBundles(t, "source='cl-m-bad-api'"); len(bundles) != 1 {
+		t.Errorf("Maestro holds %d ManifestWorks of cl-m-bad-api, want 1 (its resources phase ran before the failing report)", len(bundles))
+	}
+	if got, _ := s.get(c); ready(got) {
+		t.Error("the cluster is Reconciled although all its adapters fail")
+	}
+	reachable.failIfExited()
+	badAPI.failIfExited()
 }
