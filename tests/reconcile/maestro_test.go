@@ -252,3 +252,47 @@ func TestMaestroFailingAdaptersThroughTemporal(t *testing.T) {
 	reachable.failIfExited()
 	badAPI.failIfExited()
 }
+
+// Maestro down when a cluster is created: upstream's cl-maestro reports
+// Health=False naming the cause (the API write of that status succeeds),
+// the worker keeps running, and once Maestro is back the cluster becomes
+// Ready by itself with exactly one ManifestWork placed.
+func TestMaestroOutageThroughTemporal(t *testing.T) {
+	compat.Require(t, "upstream's cl-maestro through Temporal while its Maestro server is stopped and started")
+	m := testenv.NewMaestro(t)
+	m.RegisterConsumer(t, "cluster1")
+	opts := defaultOptions()
+	opts.noWorkers = true
+	opts.registered = map[string][]string{hf.KindCluster: {"cl-maestro"}, hf.KindNodePool: {}}
+	s := newSystem(t, opts)
+	m.StartAgent(t, "cluster1", s.kube)
+	s.startReconciler()
+	worker := startProcess(t, "hyperfleet worker", []string{"worker", "--log-format", "json",
+		"--temporal-address", s.temporalAddr, "--api-base-url", s.url, "--metrics-listen", "",
+		"--adapter-dir", filepath.Join(compat.Dir(), "upstream-e2e-adapters", "cl-maestro"),
+		"--maestro-grpc-server-address", m.GRPCAddr, "--maestro-http-server-address", m.HTTPURL})
+
+	m.Stop()
+	c := s.createCluster("e2e-maestro-outage", map[string]any{"platform": map[string]any{"type": "gcp"}})
+	eventually(t, 90*time.Second, func() (bool, string) {
+		st := s.statuses(c)["cl-maestro"]
+		for _, cond := range st.Conditions {
+			if cond.Type == "Health" {
+				return cond.Status == hf.StatusFalse && strings.Contains(cond.Message, "Maestro is unreachable"), fmt.Sprintf("Health %+v", cond)
+			}
+		}
+		return false, fmt.Sprintf("no Health condition yet: %+v", st)
+	}, nil)
+	worker.failIfExited()
+
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent reconnects on Maestro's own backoff (seen from 2 s to over a
+	// minute); the workflow retries on its own.
+	s.waitReady(c, 1, 4*time.Minute)
+	if bundles := m.ResourceBundles(t, "source='cl-maestro'"); len(bundles) != 1 {
+		t.Errorf("Maestro holds %d ManifestWorks of cl-maestro after the outage, want 1 (nothing duplicated)", len(bundles))
+	}
+	worker.failIfExited()
+}
