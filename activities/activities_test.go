@@ -142,7 +142,7 @@ func TestPhasesReportStatusToTheAPI(t *testing.T) {
 	if !prep.Summary.Applied {
 		t.Errorf("prepare of an adapter without resources: Applied = false, want true")
 	}
-	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, prep.State)
+	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, reconcile.PhaseInput{State: prep.State})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +166,7 @@ func TestGoneResourceEndsCleanly(t *testing.T) {
 	if !prep.Summary.Gone || prep.Summary.Proceed() {
 		t.Errorf("summary for a resource the API does not know = %+v, want gone", prep.Summary)
 	}
+	// The bare state, as a workflow scheduled before PhaseInput existed sends it.
 	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, prep.State)
 	if err != nil || !reported.Summary.Gone || reported.Summary.Reported {
 		t.Errorf("report for a gone resource = %+v, %v; want gone and nothing reported", reported.Summary, err)
@@ -204,7 +205,7 @@ func TestUnreachableAPIIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.srv.Close()
-	_, err = run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, prep.State)
+	_, err = run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, reconcile.PhaseInput{State: prep.State})
 	if err == nil {
 		t.Fatal("report succeeded with the API down")
 	}

@@ -145,8 +145,8 @@ func (a *Adapter) Prepare(ctx context.Context, in reconcile.PrepareInput) (recon
 
 // Apply creates, updates or deletes the adapter's resources and discovers
 // them again.
-func (a *Adapter) Apply(ctx context.Context, state json.RawMessage) (reconcile.PhaseResult, error) {
-	st, err := decodeState(state)
+func (a *Adapter) Apply(ctx context.Context, in reconcile.PhaseInput) (reconcile.PhaseResult, error) {
+	st, err := decodeState(in.State)
 	if err != nil {
 		return reconcile.PhaseResult{}, err
 	}
@@ -156,8 +156,8 @@ func (a *Adapter) Apply(ctx context.Context, state json.RawMessage) (reconcile.P
 
 // Report builds the status payloads and sends them to the API. A rejected
 // report (4xx) is not retried: the same payload would be rejected again.
-func (a *Adapter) Report(ctx context.Context, state json.RawMessage) (reconcile.PhaseResult, error) {
-	st, err := decodeState(state)
+func (a *Adapter) Report(ctx context.Context, in reconcile.PhaseInput) (reconcile.PhaseResult, error) {
+	st, err := decodeState(in.State)
 	if err != nil {
 		return reconcile.PhaseResult{}, err
 	}

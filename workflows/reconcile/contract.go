@@ -11,6 +11,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -271,6 +272,32 @@ type PhaseReport struct {
 // PrepareInput is the first phase's input.
 type PrepareInput struct {
 	Event resource.Event `json:"event"`
+}
+
+// PhaseInput is the input of the apply and report phases: the state the
+// phase before returned. A struct, so a field can be added without
+// changing the activities' signatures.
+type PhaseInput struct {
+	State json.RawMessage `json:"state"`
+}
+
+// UnmarshalJSON also reads the bare state that workflows scheduled before
+// PhaseInput existed, so an activity scheduled across an upgrade runs.
+func (in *PhaseInput) UnmarshalJSON(b []byte) error {
+	if !json.Valid(b) {
+		return fmt.Errorf("phase input is not JSON")
+	}
+	// Anything else is handed on as the state, for the activity to refuse
+	// with a message that names it.
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) == nil {
+		if st, ok := fields["state"]; ok && len(fields) == 1 {
+			in.State = st
+			return nil
+		}
+	}
+	in.State = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // PhaseResult is each phase's output: the engine's state, opaque to the

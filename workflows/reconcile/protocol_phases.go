@@ -194,7 +194,7 @@ func (r *reconciler) runAdapterThreePhases(ctx workflow.Context, name string) (o
 	applied = prep
 	if prep.Summary.Proceed() && !prep.Summary.Applied {
 		if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 10*time.Minute), ActivityApply,
-			prep.State).Get(ctx, &applied); err != nil {
+			PhaseInput{State: prep.State}).Get(ctx, &applied); err != nil {
 			return OutcomeError, activityError("apply", err)
 		}
 		if r.superseded(ctx) {
@@ -202,7 +202,7 @@ func (r *reconciler) runAdapterThreePhases(ctx workflow.Context, name string) (o
 		}
 	}
 	if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 2*time.Minute), ActivityReport,
-		applied.State).Get(ctx, &reported); err != nil {
+		PhaseInput{State: applied.State}).Get(ctx, &reported); err != nil {
 		return OutcomeError, activityError("report", err)
 	}
 	return outcomeOf(reported.Summary)
