@@ -246,13 +246,18 @@ func cond(t *testing.T, payload map[string]any, typ string) string {
 	return ""
 }
 
+// One resource's life through the engine, stage by stage: each stage runs
+// on what the previous one left, so a failed stage stops the rest.
 func TestRunCreateSkipUpdateDelete(t *testing.T) {
 	h := newHarness(t, statusTask)
 	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{map[string]any{"type": "Reconciled", "status": "False"}}}}
-
-	st, _, err := h.run(t, event)
-	if err != nil {
-		t.Fatal(err)
+	var st *State
+	run := func(t *testing.T) {
+		t.Helper()
+		var err error
+		if st, _, err = h.run(t, event); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ops := func() string {
 		var out []string
@@ -261,57 +266,73 @@ func TestRunCreateSkipUpdateDelete(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	if ops() != "cm=CREATE ns=CREATE" {
-		t.Errorf("first run: %s", ops())
+	stages := []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"first run creates both and reports Applied, Available, Health with data and captures", func(t *testing.T) {
+			run(t)
+			if ops() != "cm=CREATE ns=CREATE" {
+				t.Errorf("operations = %s, want cm=CREATE ns=CREATE", ops())
+			}
+			p := h.api.lastPut(t)
+			if p["adapter"] != "unit" || p["observed_generation"] != float64(3) || p["observed_time"] != "2025-06-01T12:00:00Z" {
+				t.Errorf("payload header = %v, want adapter unit, observed_generation 3, the frozen clock's time", p)
+			}
+			if cond(t, p, "Applied") != "True" || cond(t, p, "Available") != "True" || cond(t, p, "Health") != "True" || cond(t, p, "Finalized") != "False" {
+				t.Errorf("conditions = %v, want Applied, Available, Health True and Finalized False", p["conditions"])
+			}
+			data := p["data"].(map[string]any)
+			if data["region"] != "eu-west-1" || data["missing"] != "fallback" || data["tier"] != "eu" {
+				t.Errorf("data = %v, want region eu-west-1, missing fallback, tier eu", data)
+			}
+			if st.Vars["reconciled"] != "False" || st.Vars["is_deleting"] != false {
+				t.Errorf("captures = %v, want reconciled False and is_deleting false", st.Vars)
+			}
+		}},
+		{"same generation skips both", func(t *testing.T) {
+			run(t)
+			if ops() != "cm=SKIP ns=SKIP" {
+				t.Errorf("operations = %s, want cm=SKIP ns=SKIP", ops())
+			}
+		}},
+		{"new generation updates both and reports it", func(t *testing.T) {
+			h.api.objects["/clusters/c1"].(map[string]any)["generation"] = 4
+			run(t)
+			if ops() != "cm=UPDATE ns=UPDATE" {
+				t.Errorf("operations = %s, want cm=UPDATE ns=UPDATE", ops())
+			}
+			if g := h.api.lastPut(t)["observed_generation"]; g != float64(4) {
+				t.Errorf("observed_generation = %v, want 4", g)
+			}
+		}},
+		// The config map goes, rediscovery finds it gone, and the namespace
+		// that waits for it cascades in the same run.
+		{"deletion removes both in one run and reports Finalized", func(t *testing.T) {
+			h.api.objects["/clusters/c1"].(map[string]any)["deleted_time"] = "2025-06-01T11:00:00Z"
+			run(t)
+			if ops() != "cm=DELETE ns=DELETE" {
+				t.Errorf("operations = %s, want cm=DELETE ns=DELETE", ops())
+			}
+			p := h.api.lastPut(t)
+			if cond(t, p, "Finalized") != "True" || cond(t, p, "Health") != "True" {
+				t.Errorf("conditions = %v, want Finalized and Health True", p["conditions"])
+			}
+			if len(st.Resources) != 0 {
+				t.Errorf("deleted resources still in context: %v", st.Resources)
+			}
+		}},
+		{"with nothing left both are absent and it stays Finalized", func(t *testing.T) {
+			run(t)
+			if ops() != "cm=ABSENT ns=ABSENT" || cond(t, h.api.lastPut(t), "Finalized") != "True" {
+				t.Errorf("operations = %s, Finalized %s; want cm=ABSENT ns=ABSENT and Finalized True", ops(), cond(t, h.api.lastPut(t), "Finalized"))
+			}
+		}},
 	}
-	p := h.api.lastPut(t)
-	if p["adapter"] != "unit" || p["observed_generation"] != float64(3) || p["observed_time"] != "2025-06-01T12:00:00Z" {
-		t.Errorf("payload header = %v", p)
-	}
-	if cond(t, p, "Applied") != "True" || cond(t, p, "Available") != "True" || cond(t, p, "Health") != "True" || cond(t, p, "Finalized") != "False" {
-		t.Errorf("conditions = %v", p["conditions"])
-	}
-	data := p["data"].(map[string]any)
-	if data["region"] != "eu-west-1" || data["missing"] != "fallback" || data["tier"] != "eu" {
-		t.Errorf("data = %v", data)
-	}
-	if st.Vars["reconciled"] != "False" || st.Vars["is_deleting"] != false {
-		t.Errorf("captures = %v", st.Vars)
-	}
-
-	// Same generation: skip.
-	st, _, _ = h.run(t, event)
-	if ops() != "cm=SKIP ns=SKIP" {
-		t.Errorf("same generation: %s", ops())
-	}
-	// New generation: update.
-	h.api.objects["/clusters/c1"].(map[string]any)["generation"] = 4
-	st, _, _ = h.run(t, event)
-	if ops() != "cm=UPDATE ns=UPDATE" {
-		t.Errorf("new generation: %s", ops())
-	}
-	if g := h.api.lastPut(t)["observed_generation"]; g != float64(4) {
-		t.Errorf("observed_generation = %v", g)
-	}
-
-	// Deletion: the config map goes, rediscovery finds it gone, and the
-	// namespace that waits for it cascades in the same run.
-	h.api.objects["/clusters/c1"].(map[string]any)["deleted_time"] = "2025-06-01T11:00:00Z"
-	st, _, _ = h.run(t, event)
-	if ops() != "cm=DELETE ns=DELETE" {
-		t.Errorf("deletion: %s", ops())
-	}
-	p = h.api.lastPut(t)
-	if cond(t, p, "Finalized") != "True" || cond(t, p, "Health") != "True" {
-		t.Errorf("after deletion: %v", p["conditions"])
-	}
-	if len(st.Resources) != 0 {
-		t.Errorf("deleted resources still in context: %v", st.Resources)
-	}
-	// Nothing left: the next run finds both absent and stays Finalized.
-	st, _, _ = h.run(t, event)
-	if ops() != "cm=ABSENT ns=ABSENT" || cond(t, h.api.lastPut(t), "Finalized") != "True" {
-		t.Errorf("after removal: %s", ops())
+	for _, stage := range stages {
+		if !t.Run(stage.name, stage.fn) {
+			return
+		}
 	}
 }
 
