@@ -16,6 +16,7 @@ import (
 	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -58,7 +59,10 @@ type Client struct {
 // connection is one gRPC source client and what it started.
 type connection struct {
 	// ctx ends when the connection is dropped.
-	ctx    context.Context
+	ctx context.Context
+	// stream is the status watch opened with the connection (nil when no
+	// adapter watches).
+	stream watch.Interface
 	works  workv1client.WorkV1Interface
 	dialer *grpc.GRPCDialer
 	cancel context.CancelFunc
@@ -136,11 +140,9 @@ func (c *Client) works(ctx context.Context, consumer string, publishes bool, fn 
 		return errors.New("the Maestro client is closed")
 	}
 	if c.conn == nil {
-		conn, err := c.connect()
-		if err != nil {
-			return fmt.Errorf("connect to the Maestro gRPC server %s: %w", c.cfg.GRPCAddress, err)
+		if err := c.openLocked(); err != nil {
+			return err
 		}
-		c.conn = conn
 	}
 	err := fn(ctx, c.conn.works.ManifestWorks(consumer))
 	if err != nil && publishes && !refused(err) {
@@ -193,6 +195,24 @@ func (c *Client) readREST(ctx context.Context, id types.UID) (*workv1.ManifestWo
 		return nil, err
 	}
 	return grpcsource.ToManifestWork(rb)
+}
+
+// openLocked connects and, when the client watches, opens the status
+// stream before anything is published on the connection.
+func (c *Client) openLocked() error {
+	conn, err := c.connect()
+	if err != nil {
+		return fmt.Errorf("connect to the Maestro gRPC server %s: %w", c.cfg.GRPCAddress, err)
+	}
+	if c.watching() {
+		if err := conn.openStream(c); err != nil {
+			conn.cancel()
+			_ = conn.dialer.Close()
+			return err
+		}
+	}
+	c.conn = conn
+	return nil
 }
 
 func (c *Client) connect() (*connection, error) {

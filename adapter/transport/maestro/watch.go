@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,13 +65,16 @@ func (c *Client) remember(work *workv1.ManifestWork) {
 }
 
 // watchLoop keeps one status stream open while the client lives. The
-// stream shares the connection activities use: when a publish drops the
-// connection, the stream ends with it and the next one is opened on the
-// fresh connection.
+// stream belongs to the connection activities use: it is opened with the
+// connection, before anything is published on it (see openLocked), so no
+// status report of this connection's writes can arrive before the stream
+// listens. When a publish drops the connection, the stream ends with it and
+// the next connection opens the next stream.
 func (c *Client) watchLoop() {
 	backoff := time.Second
+	var last *connection
 	for c.root.Err() == nil {
-		stream, done, err := c.openWatch()
+		conn, err := c.streamingConnection()
 		if err != nil {
 			c.log.Debug().Err(err).Dur("retry_in", backoff).Msg("cannot watch ManifestWork status yet: readiness is noticed at the next round until it can")
 			select {
@@ -82,35 +86,61 @@ func (c *Client) watchLoop() {
 			continue
 		}
 		backoff = time.Second
-		c.consume(done, stream)
+		if conn == last {
+			// Its stream was read to its end: wait for the connection to go.
+			select {
+			case <-conn.ctx.Done():
+			case <-c.root.Done():
+			}
+			continue
+		}
+		last = conn
+		c.consume(conn.ctx.Done(), conn.stream)
 	}
 }
 
-// openWatch opens a watch on every consumer's ManifestWorks of this source
-// on the current connection (connecting first when there is none).
-func (c *Client) openWatch() (watch.Interface, <-chan struct{}, error) {
+// streamingConnection returns the current connection with its stream,
+// connecting first when there is none, or opening the stream on a
+// connection made before the first Watch.
+func (c *Client) streamingConnection() (*connection, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.root.Err() != nil {
-		return nil, nil, c.root.Err()
+		return nil, c.root.Err()
 	}
 	if c.conn == nil {
-		conn, err := c.connect()
-		if err != nil {
-			return nil, nil, err
+		if err := c.openLocked(); err != nil {
+			return nil, err
 		}
-		c.conn = conn
 	}
-	// The watch starts by listing this source's ManifestWorks over REST:
-	// allow more than one request's timeout for a large fleet.
-	ctx, cancel := context.WithTimeout(klog.NewContext(c.conn.ctx, c.klog), 4*c.cfg.Timeout)
+	if c.conn.stream == nil {
+		if err := c.conn.openStream(c); err != nil {
+			return nil, err
+		}
+	}
+	return c.conn, nil
+}
+
+// watching reports whether any adapter asked for status changes.
+func (c *Client) watching() bool {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	return len(c.notify) > 0
+}
+
+// openStream watches every consumer's ManifestWorks of this source on the
+// connection. The watch starts by listing them over REST: it is allowed
+// more than one request's timeout, for a large fleet.
+func (conn *connection) openStream(c *Client) error {
+	ctx, cancel := context.WithTimeout(klog.NewContext(conn.ctx, c.klog), 4*c.cfg.Timeout)
 	defer cancel()
-	w, err := c.conn.works.ManifestWorks(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{})
+	w, err := conn.works.ManifestWorks(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, err
+		return fmt.Errorf("watch ManifestWork status: %w", err)
 	}
+	conn.stream = w
 	c.log.Debug().Msg("watching ManifestWork status")
-	return w, c.conn.ctx.Done(), nil
+	return nil
 }
 
 // consume reads the stream until its connection ends.

@@ -1,6 +1,7 @@
 package maestro
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -69,7 +70,15 @@ func (c *changes) of(object string) []transport.Change {
 // ManifestWorks are not reported to this one.
 func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	e := realMaestro(t)
-	c, err := New(Config{GRPCAddress: e.m.GRPCAddr, HTTPAddress: e.m.HTTPURL, SourceID: "transport-watch", Insecure: true}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel))
+	// The client's debug log, shown when the test fails (its goroutines may
+	// still log after the test ends, which t.Log forbids).
+	var logs lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("client log:\n%s", logs.String())
+		}
+	})
+	c, err := New(Config{GRPCAddress: e.m.GRPCAddr, HTTPAddress: e.m.HTTPURL, SourceID: "transport-watch", Insecure: true}, zerolog.New(&logs).Level(zerolog.DebugLevel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,4 +162,21 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	if got := seen.of(name + "-other"); len(got) != 0 {
 		t.Errorf("another adapter's ManifestWork was reported to this one: %v", got)
 	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
