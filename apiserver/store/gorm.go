@@ -48,15 +48,18 @@ type gormStore struct {
 	sqlDB   *sql.DB
 	backend string
 	log     zerolog.Logger
+	qlog    *queryLogger
+	stmts   *statements
 	kinds   *resource.Kinds
 }
 
 // Open connects to the configured backend and checks it answers. It does
 // not migrate: call Migrate.
 func Open(ctx context.Context, cfg Config) (Store, error) {
+	qlog := &queryLogger{log: cfg.Logger, slow: cfg.SlowQuery}
 	gcfg := &gorm.Config{
 		SkipDefaultTransaction: true,
-		Logger:                 &queryLogger{log: cfg.Logger, slow: cfg.SlowQuery},
+		Logger:                 qlog,
 		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 	}
 	var (
@@ -110,7 +113,12 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	if kinds == nil {
 		kinds = resource.Defaults()
 	}
-	s := &gormStore{db: db, sqlDB: sqlDB, backend: cfg.Driver, log: cfg.Logger, kinds: kinds}
+	rebind := func(q string) string { return q }
+	if cfg.Driver == BackendPostgres {
+		rebind = postgresPlaceholders
+	}
+	s := &gormStore{db: db, sqlDB: sqlDB, backend: cfg.Driver, log: cfg.Logger, qlog: qlog, kinds: kinds,
+		stmts: &statements{db: sqlDB, rebind: rebind}}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
@@ -147,7 +155,10 @@ func (s *gormStore) Ping(ctx context.Context) error { return s.sqlDB.PingContext
 
 func (s *gormStore) SQLDB() *sql.DB { return s.sqlDB }
 
-func (s *gormStore) Close() error { return s.sqlDB.Close() }
+func (s *gormStore) Close() error {
+	s.stmts.close()
+	return s.sqlDB.Close()
+}
 
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

@@ -18,12 +18,14 @@ import (
 
 func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource.Resource, error) {
 	var row resourceRow
-	db := s.db.WithContext(ctx).Where("id = ?", id)
-	if kind != "" {
-		db = db.Where("kind = ?", kind)
+	scan := func(sc rowScanner) error { return scanResource(sc, &row) }
+	var err error
+	if kind == "" {
+		err = s.queryRow(ctx, getResourceSQL, scan, id)
+	} else {
+		err = s.queryRow(ctx, getResourceOfKindSQL, scan, id, kind)
 	}
-	err := db.Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {

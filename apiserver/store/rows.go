@@ -150,7 +150,8 @@ func fromRow(kinds *resource.Kinds, row *resourceRow) (resource.Resource, error)
 	if r.Status.Conditions == nil {
 		r.Status.Conditions = []resource.Condition{}
 	}
-	if len(row.Refs) > 0 {
+	// Most resources link to nothing: skip the decoder for an empty list.
+	if len(row.Refs) > 0 && string(row.Refs) != "[]" {
 		var links []storedLink
 		if err := json.Unmarshal(row.Refs, &links); err != nil {
 			return r, fmt.Errorf("decode references of %s: %w", row.ID, err)
