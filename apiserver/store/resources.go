@@ -36,36 +36,15 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 }
 
 func (s *gormStore) ListResources(ctx context.Context, q ListQuery) ([]resource.Resource, int64, error) {
-	db := s.db.WithContext(ctx).Model(&resourceRow{})
-	if q.Kind != "" {
-		db = db.Where("resources.kind = ?", q.Kind)
-	}
-	if q.ParentID != "" {
-		db = db.Where("resources.parent_id = ?", q.ParentID)
-	}
-	if q.Where.SQL != "" {
-		db = db.Where(q.Where.SQL, q.Where.Args...)
-	}
 	var total int64
-	if err := db.Count(&total).Error; err != nil {
+	if err := listFilter(s.db.WithContext(ctx), q).Count(&total).Error; err != nil {
 		return nil, 0, fmt.Errorf("count %s: %w", q.Kind, err)
 	}
 	if total == 0 || int64(q.Offset) >= total {
 		return []resource.Resource{}, total, nil
 	}
-	order := q.Order
-	if len(order) == 0 {
-		order = search.DefaultOrder
-	}
-	lastDesc := false
-	for _, o := range order {
-		db = db.Order(clause.OrderByColumn{Column: clause.Column{Table: "resources", Name: o.Column}, Desc: o.Desc})
-		lastDesc = o.Desc
-	}
-	// id breaks ties so pages never overlap or skip.
-	db = db.Order(clause.OrderByColumn{Column: clause.Column{Table: "resources", Name: "id"}, Desc: lastDesc})
 	var rows []resourceRow
-	if err := db.Offset(q.Offset).Limit(q.Limit).Find(&rows).Error; err != nil {
+	if err := listPage(listFilter(s.db.WithContext(ctx), q), q).Find(&rows).Error; err != nil {
 		return nil, 0, fmt.Errorf("list %s: %w", q.Kind, err)
 	}
 	out := make([]resource.Resource, 0, len(rows))
@@ -77,6 +56,37 @@ func (s *gormStore) ListResources(ctx context.Context, q ListQuery) ([]resource.
 		out = append(out, r)
 	}
 	return out, total, nil
+}
+
+// listFilter selects the resources a list query matches.
+func listFilter(db *gorm.DB, q ListQuery) *gorm.DB {
+	db = db.Model(&resourceRow{})
+	if q.Kind != "" {
+		db = db.Where("resources.kind = ?", q.Kind)
+	}
+	if q.ParentID != "" {
+		db = db.Where("resources.parent_id = ?", q.ParentID)
+	}
+	if q.Where.SQL != "" {
+		db = db.Where(q.Where.SQL, q.Where.Args...)
+	}
+	return db
+}
+
+// listPage orders a list query's matches and cuts its page.
+func listPage(db *gorm.DB, q ListQuery) *gorm.DB {
+	order := q.Order
+	if len(order) == 0 {
+		order = search.DefaultOrder
+	}
+	lastDesc := false
+	for _, o := range order {
+		db = db.Order(clause.OrderByColumn{Column: clause.Column{Table: "resources", Name: o.Column}, Desc: o.Desc})
+		lastDesc = o.Desc
+	}
+	// id breaks ties so pages never overlap or skip.
+	db = db.Order(clause.OrderByColumn{Column: clause.Column{Table: "resources", Name: "id"}, Desc: lastDesc})
+	return db.Offset(q.Offset).Limit(q.Limit)
 }
 
 func (s *gormStore) LiveResources(ctx context.Context, kind, afterID string, limit int) ([]resource.Resource, error) {
