@@ -162,7 +162,7 @@ func (s *gormStore) Close() error {
 
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&gormTx{db: tx, backend: s.backend, kinds: s.kinds})
+		return fn(&gormTx{db: tx, backend: s.backend, kinds: s.kinds, stmts: s.stmts, qlog: s.qlog})
 	})
 }
 
@@ -170,4 +170,6 @@ type gormTx struct {
 	db      *gorm.DB
 	backend string
 	kinds   *resource.Kinds
+	stmts   *statements
+	qlog    *queryLogger
 }

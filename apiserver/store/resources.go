@@ -167,21 +167,12 @@ func (t *gormTx) UpdateResource(ctx context.Context, r *resource.Resource) error
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", r.Kind, r.ID, err)
 	}
-	res := t.db.WithContext(ctx).Model(&resourceRow{}).Where("id = ?", r.ID).Updates(map[string]any{
-		"generation":   row.Generation,
-		"spec":         row.Spec,
-		"labels":       row.Labels,
-		"conditions":   row.Conditions,
-		"refs":         row.Refs,
-		"updated_time": row.UpdatedTime,
-		"updated_by":   row.UpdatedBy,
-		"deleted_time": row.DeletedTime,
-		"deleted_by":   row.DeletedBy,
-	})
-	if res.Error != nil {
-		return fmt.Errorf("update %s %s: %w", r.Kind, r.ID, res.Error)
+	n, err := t.exec(ctx, updateResourceSQL, row.Generation, row.Spec, row.Labels, row.Conditions, row.Refs,
+		row.UpdatedTime, row.UpdatedBy, row.DeletedTime, row.DeletedBy, r.ID)
+	if err != nil {
+		return fmt.Errorf("update %s %s: %w", r.Kind, r.ID, err)
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil
