@@ -92,9 +92,14 @@ fmt-check:
 # (cl-namespace, cl-job, cl-deployment) from CHAIN_DIR.
 HYPERFLEET_COMPAT_DIR ?= ../shared/compat
 CHAIN_DIR ?= $(HYPERFLEET_COMPAT_DIR)/upstream-e2e-adapters
+# The 100,000-cluster API table of docs/benchmarks.md (300,000 node pools).
+API_100K_SCENARIOS ?= get-bare,get,first-page,deep-page,list,search,search3,put-status-500
 bench: test-tools build ## Go benchmarks, the API load driver, and reconcile latency, cost, idle load and restart against the poller (figures go in docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./apiserver/... ./adapter/...
-	$(GO) run ./cmd/hyperfleet-load --clusters 10000 --duration 20s
+	$(GO) run ./cmd/hyperfleet-load --db postgres --clusters 10000 --duration 20s
+	$(GO) run ./cmd/hyperfleet-load --db sqlite --clusters 10000 --duration 20s
+	$(GO) run ./cmd/hyperfleet-load --db sqlite --clusters 100000 --nodepools 3 --duration 10s --scenarios $(API_100K_SCENARIOS)
+	$(GO) run ./cmd/hyperfleet-load --db postgres --clusters 100000 --nodepools 3 --duration 10s --scenarios $(API_100K_SCENARIOS)
 	$(GO) build -o $(BIN)/hyperfleet-reconcile-load ./cmd/hyperfleet-reconcile-load
 	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 1 --modes temporal,poll
 	$(BIN)/hyperfleet-reconcile-load --workload chain --chain-dir $(CHAIN_DIR) --clusters 20 --modes temporal,poll

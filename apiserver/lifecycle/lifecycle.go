@@ -168,7 +168,7 @@ type ListParams struct {
 
 // List returns a page and the total number of matches.
 func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, int64, error) {
-	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true}
+	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true, Indexed: true}
 	if p.Kind != "" {
 		k, err := s.kind(p.Kind)
 		if err != nil {
@@ -179,7 +179,7 @@ func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, 
 				return nil, 0, err
 			}
 		}
-		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != ""}
+		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: true}
 	}
 	where, err := search.Translate(p.Search, s.store.Dialect(), opts)
 	if err != nil {

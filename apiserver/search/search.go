@@ -52,6 +52,13 @@ type Options struct {
 	OwnerReferences bool
 	// Kind enables kind (the /resources list across kinds).
 	Kind bool
+	// Indexed lets equality on labels, conditions and spec fields be
+	// served by an index as well as checked exactly: on SQLite through the
+	// resource_terms table (schema version 3), on PostgreSQL through the
+	// GIN index on spec (labels and conditions use theirs already). Each
+	// such comparison becomes "index filter AND exact comparison", so the
+	// result is the same; only the plan changes.
+	Indexed bool
 }
 
 // Where is a translated clause: SQL with `?` placeholders and their values.
@@ -480,6 +487,10 @@ func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (stri
 		if lit.isNum || lit.isBool || lit.isTime {
 			return "", errorf("label values are text; quote the value, e.g. %s = '%s'", f.name, lit.text)
 		}
+		if t.opts.Indexed && t.dialect == SQLite && op == tsl.OpEQ {
+			pre := t.termFilter(t.bind("l:" + f.key + "=" + lit.text))
+			return "(" + pre + " AND " + t.sqlCompare(t.labelExpr(f.key), op, t.bind(lit.text)) + ")", nil
+		}
 		if t.dialect == Postgres && (op == tsl.OpEQ || op == tsl.OpNE) {
 			// Containment uses the GIN index on labels; NOT containment also
 			// matches resources without the label, like != elsewhere.
@@ -492,6 +503,13 @@ func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (stri
 		}
 		return t.sqlCompare(t.labelExpr(f.key), op, t.bind(lit.text)), nil
 	case specField:
+		if pre := t.specFilter(f, op, lit); pre != "" {
+			exact, err := t.specCompare(f, op, lit)
+			if err != nil {
+				return "", err
+			}
+			return "(" + pre + " AND " + exact + ")", nil
+		}
 		return t.specCompare(f, op, lit)
 	case conditionField:
 		return t.conditionCompare(f, op, lit)
@@ -614,6 +632,11 @@ func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (st
 	}
 	col := t.opts.Table + ".conditions"
 	var exists string
+	if t.opts.Indexed && t.dialect == SQLite && op == tsl.OpEQ {
+		pre := t.termFilter(t.bind("c:" + f.cond + "=" + lit.text))
+		return "(" + pre + " AND EXISTS (SELECT 1 FROM json_each(" + col + ") AS c WHERE json_extract(c.value, '$.type') = " +
+			t.bind(f.cond) + " AND json_extract(c.value, '$.status') = " + t.bind(lit.text) + "))", nil
+	}
 	if t.dialect == Postgres {
 		exists = col + " @> " + t.bind(fmt.Sprintf(`[{"type":%q,"status":%q}]`, f.cond, lit.text)) + "::jsonb"
 	} else {
@@ -625,6 +648,112 @@ func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (st
 	}
 	return exists, nil
 }
+
+// termFilter restricts a SQLite search to the resources holding a term of
+// the resource_terms table; term is the placeholder (or expression) of
+// the term. The triggers of schema version 3 write the terms:
+//
+//	l:<label key>=<value>
+//	c:<condition type>=<status>
+//	s:<spec path as json_tree's fullkey>=t:<text> | n:<number as REAL text> | b:true | b:false
+func (t *translator) termFilter(term string) string {
+	return t.opts.Table + ".id IN (SELECT resource_id FROM resource_terms WHERE term = " + term + ")"
+}
+
+// specFilter is the index filter of a spec equality, or "" when there is
+// none: a superset of the rows the exact comparison matches.
+func (t *translator) specFilter(f field, op tsl.Operator, lit literal) string {
+	if !t.opts.Indexed || op != tsl.OpEQ || lit.isTime {
+		return ""
+	}
+	if t.dialect == SQLite {
+		prefix := "s:" + SQLiteFullKey(f.path) + "="
+		switch {
+		case lit.isBool:
+			return t.termFilter(t.bind(prefix + "b:" + lit.text))
+		case lit.isNum:
+			// Both sides render the number through SQLite's own REAL to
+			// text conversion, so 3, 3.0 and 3e0 meet.
+			return t.termFilter(t.bind(prefix+"n:") + " || CAST(CAST(" + t.bind(lit.num) + " AS REAL) AS TEXT)")
+		}
+		return t.termFilter(t.bind(prefix + "t:" + lit.text))
+	}
+	// PostgreSQL: containment served by resources_spec (GIN). A numeric
+	// segment may name an array element or an object key; containment
+	// cannot say which, so such paths keep the exact comparison alone.
+	for _, seg := range f.path {
+		if _, err := strconv.Atoi(seg); err == nil {
+			return ""
+		}
+	}
+	col := t.opts.Table + ".spec"
+	contains := func(v any) string {
+		doc := v
+		for i := len(f.path) - 1; i >= 0; i-- {
+			doc = map[string]any{f.path[i]: doc}
+		}
+		raw, _ := json.Marshal(doc)
+		return col + " @> " + t.bind(string(raw)) + "::jsonb"
+	}
+	switch {
+	case lit.isBool:
+		return contains(lit.b)
+	case lit.isNum:
+		// The exact comparison is in float8; a stored number with more
+		// digits than float8 holds is found by its exact decimal only.
+		return contains(lit.num)
+	}
+	// A quoted value matches text, and (through #>>) a number or boolean
+	// written the same way.
+	// jsonb compares numbers by value, so "3.0" also finds a stored 3.
+	alts := []string{contains(lit.text)}
+	if jsonNumber.MatchString(lit.text) {
+		alts = append(alts, contains(json.RawMessage(lit.text)))
+	}
+	if lit.text == "true" || lit.text == "false" {
+		alts = append(alts, contains(lit.text == "true"))
+	}
+	if len(alts) == 1 {
+		return alts[0]
+	}
+	return "(" + strings.Join(alts, " OR ") + ")"
+}
+
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// SQLiteFullKey renders a spec path the way SQLite's json_tree names it in
+// its fullkey column: array indexes in brackets, keys that are a letter
+// followed by letters and digits bare, any other key double-quoted.
+func SQLiteFullKey(path []string) string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, seg := range path {
+		if _, err := strconv.Atoi(seg); err == nil {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if plainKey(seg) {
+			b.WriteString("." + seg)
+			continue
+		}
+		b.WriteString(`."` + seg + `"`)
+	}
+	return b.String()
+}
+
+func plainKey(s string) bool {
+	if s == "" || !isASCIILetter(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isASCIILetter(s[i]) && (s[i] < '0' || s[i] > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // maxExactInt is the largest integer a search number holds exactly (2^53).
 const maxExactInt = 1 << 53

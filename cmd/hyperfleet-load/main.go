@@ -1,8 +1,13 @@
 // Command hyperfleet-load measures the API under load over loopback: it
-// starts a throwaway PostgreSQL and the real `hyperfleet serve` binary (or
-// targets --url), seeds clusters, then drives each scenario with a fixed
-// number of closed-loop workers and prints requests per second and latency
-// percentiles as a Markdown table for docs/benchmarks.md.
+// starts the real `hyperfleet serve` binary on a throwaway PostgreSQL or
+// SQLite database (or targets --url), seeds clusters and node pools, then
+// drives each scenario with a fixed number of closed-loop workers and prints
+// requests per second and latency percentiles as a Markdown table for
+// docs/benchmarks.md.
+//
+// Beside the API it runs a bare Gin handler in its own process that answers
+// every GET with the bytes of one stored cluster: the ceiling a GET by id
+// could reach on this machine in the same run (scenario get-bare).
 package main
 
 import (
@@ -18,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -25,48 +31,69 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
 type options struct {
 	url         string
 	binary      string
+	db          string
 	clusters    int
+	nodepools   int
 	duration    time.Duration
 	concurrency int
 	scenarios   string
+	profile     string
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.url, "url", "", "API to load (default: start bin/hyperfleet on a throwaway PostgreSQL)")
 	flag.StringVar(&o.binary, "binary", "bin/hyperfleet", "hyperfleet binary to start when --url is empty")
+	flag.StringVar(&o.db, "db", "postgres", "database of the started server: postgres (throwaway cluster) or sqlite (temporary file)")
 	flag.IntVar(&o.clusters, "clusters", 10000, "clusters to seed")
+	flag.IntVar(&o.nodepools, "nodepools", 0, "node pools to seed under each cluster")
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "duration of each scenario")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent closed-loop workers")
-	flag.StringVar(&o.scenarios, "scenarios", "get,list,search,put-status", "scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "get-bare,get,list,search,put-status", "scenarios to run: "+strings.Join(scenarioNames, ","))
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of the started server during each scenario to this directory (<scenario>.pprof)")
+	bareListen := flag.String("bare-serve", "", "internal: serve the bare handler on this address")
+	bareBody := flag.String("bare-body", "", "internal: file with the body the bare handler returns")
 	flag.Parse()
+	if *bareListen != "" {
+		if err := serveBare(*bareListen, *bareBody); err != nil {
+			fmt.Fprintln(os.Stderr, "hyperfleet-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "hyperfleet-load:", err)
 		os.Exit(1)
 	}
 }
 
+// scenarioNames lists the scenarios in the order --scenarios accepts them.
+var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page", "search", "search3", "put-status", "put-status-500"}
+
 func run(o options) error {
 	ctx := context.Background()
+	var srv *server
 	if o.url == "" {
-		stop, u, err := startServer(o.binary)
-		if err != nil {
+		var err error
+		if srv, err = startServer(o.binary, o.db, o.profile != ""); err != nil {
 			return err
 		}
-		defer stop()
-		o.url = u
+		defer srv.stop()
+		o.url = srv.url
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency * 2, MaxConnsPerHost: o.concurrency * 2}, Timeout: 30 * time.Second}
 	l := &loader{client: client, base: o.url + "/api/hyperfleet/v1"}
 
 	start := time.Now()
-	ids, err := l.seed(ctx, o.clusters)
+	ids, err := l.seed(ctx, o.clusters, o.nodepools)
 	if err == nil && o.clusters == 0 {
 		ids, err = l.existing(ctx)
 	}
@@ -77,82 +104,278 @@ func run(o options) error {
 		return fmt.Errorf("no clusters to load: seed some with --clusters")
 	}
 	seedTime := time.Since(start)
-	fmt.Printf("seeded %d clusters (half of them Ready) in %s: %.0f creates+reports/s\n\n", len(ids), seedTime.Round(time.Millisecond),
-		float64(len(ids)+len(ids))/seedTime.Seconds())
+	if o.clusters > 0 {
+		requests := o.clusters + o.clusters/2*2 + o.clusters*o.nodepools
+		fmt.Printf("seeded %d clusters (half of them Ready) and %d node pools in %s: %.0f clusters/s, %.0f requests/s\n", o.clusters, o.clusters*o.nodepools,
+			seedTime.Round(time.Millisecond), float64(o.clusters)/seedTime.Seconds(), float64(requests)/seedTime.Seconds())
+	}
+	if srv != nil {
+		fmt.Printf("hyperfleet serve (%s) RSS after seeding: %s\n", o.db, srv.rss())
+	}
+	fmt.Println()
 
+	bareBase := ""
+	if strings.Contains(o.scenarios, "get-bare") {
+		stop, u, err := startBare(ctx, l, ids[0])
+		if err != nil {
+			return err
+		}
+		defer stop()
+		bareBase = u + "/api/hyperfleet/v1"
+	}
+	lastPage := (len(ids) + 19) / 20
 	scenarios := map[string]func(r *rand.Rand) (string, string, []byte){
+		"get-bare": func(r *rand.Rand) (string, string, []byte) {
+			return "GET", bareBase + "/clusters/" + ids[r.IntN(len(ids))], nil
+		},
 		"get": func(r *rand.Rand) (string, string, []byte) {
 			return "GET", l.base + "/clusters/" + ids[r.IntN(len(ids))], nil
 		},
 		"list": func(r *rand.Rand) (string, string, []byte) {
-			return "GET", fmt.Sprintf("%s/clusters?size=20&page=%d", l.base, 1+r.IntN(len(ids)/20)), nil
+			return "GET", fmt.Sprintf("%s/clusters?size=20&page=%d", l.base, 1+r.IntN(lastPage)), nil
+		},
+		"first-page": func(*rand.Rand) (string, string, []byte) {
+			return "GET", l.base + "/clusters?size=20", nil
+		},
+		"deep-page": func(r *rand.Rand) (string, string, []byte) {
+			return "GET", fmt.Sprintf("%s/clusters?size=20&page=%d", l.base, lastPage-r.IntN(10)), nil
 		},
 		"search": func(r *rand.Rand) (string, string, []byte) {
 			q := fmt.Sprintf("labels.shard='%d' and status.conditions.Ready='True'", r.IntN(16))
 			return "GET", l.base + "/clusters?size=20&search=" + url.QueryEscape(q), nil
 		},
+		"search3": func(r *rand.Rand) (string, string, []byte) {
+			q := fmt.Sprintf("labels.shard='%d' and status.conditions.Ready='True' and spec.nodes=%d", r.IntN(16), r.IntN(7))
+			return "GET", l.base + "/clusters?size=20&search=" + url.QueryEscape(q), nil
+		},
 		"put-status": func(r *rand.Rand) (string, string, []byte) {
-			adapter := []string{"validation", "landing-zone"}[r.IntN(2)]
-			status := []string{"True", "False"}[r.IntN(2)]
-			return "PUT", l.base + "/clusters/" + ids[r.IntN(len(ids))] + "/statuses", statusBody(adapter, status)
+			return putStatus(l.base, ids, r)
+		},
+		"put-status-500": func(r *rand.Rand) (string, string, []byte) {
+			return putStatus(l.base, ids, r)
 		},
 	}
 	fmt.Printf("| scenario | requests | errors | req/s | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, name := range strings.Split(o.scenarios, ",") {
 		gen, ok := scenarios[name]
 		if !ok {
-			return fmt.Errorf("unknown scenario %q", name)
+			return fmt.Errorf("unknown scenario %q; known: %s", name, strings.Join(scenarioNames, ","))
 		}
-		res := l.drive(ctx, gen, o.concurrency, o.duration)
+		rate := 0
+		if name == "put-status-500" {
+			rate = 500
+		}
+		var profiled chan error
+		if o.profile != "" && srv != nil {
+			profiled = make(chan error, 1)
+			go func() { profiled <- srv.cpuProfile(o.duration, filepath.Join(o.profile, name+".pprof")) }()
+		}
+		res := l.drive(ctx, gen, o.concurrency, o.duration, rate)
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				return err
+			}
+		}
 		fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s |\n", name, res.n, res.errors, float64(res.n)/res.elapsed.Seconds(),
 			ms(res.pct(50)), ms(res.pct(90)), ms(res.pct(99)))
 	}
 	fmt.Printf("\n%d workers, %s per scenario, %d clusters, GOMAXPROCS=%d\n", o.concurrency, o.duration, len(ids), runtime.GOMAXPROCS(0))
+	if srv != nil {
+		fmt.Printf("hyperfleet serve (%s) RSS at the end: %s\n", o.db, srv.rss())
+	}
 	return nil
+}
+
+func putStatus(base string, ids []string, r *rand.Rand) (string, string, []byte) {
+	adapter := []string{"validation", "landing-zone"}[r.IntN(2)]
+	status := []string{"True", "False"}[r.IntN(2)]
+	return "PUT", base + "/clusters/" + ids[r.IntN(len(ids))] + "/statuses", statusBody(adapter, status)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-// startServer runs the real binary against a throwaway PostgreSQL database.
-func startServer(binary string) (func(), string, error) {
-	dbURL, drop, err := testenv.NewPostgresDatabase()
+// server is a started `hyperfleet serve`.
+type server struct {
+	url   string
+	pprof string
+	cmd   *exec.Cmd
+	stop  func()
+}
+
+// cpuProfile records the server's CPU profile for d into file.
+func (s *server) cpuProfile(d time.Duration, file string) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.pprof, int(d.Seconds())))
 	if err != nil {
-		return nil, "", err
+		return fmt.Errorf("profile the server: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	defer resp.Body.Close()
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(file)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		out.Close()
+		return fmt.Errorf("profile the server: %w", err)
+	}
+	return out.Close()
+}
+
+// rss reads the server's resident set now and at its peak from /proc.
+func (s *server) rss() string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	return fmt.Sprintf("%s (peak %s)", fields["VmRSS"], fields["VmHWM"])
+}
+
+// startServer runs the real binary against a throwaway PostgreSQL database
+// or a temporary SQLite file.
+func startServer(binary, db string, profile bool) (*server, error) {
+	var env []string
+	var drop func()
+	switch db {
+	case "postgres":
+		dbURL, dropDB, err := testenv.NewPostgresDatabase()
+		if err != nil {
+			return nil, err
+		}
+		env = []string{"HYPERFLEET_DB_DRIVER=postgres", "HYPERFLEET_DB_URL=" + dbURL, "HYPERFLEET_DB_MAX_OPEN_CONNS=32"}
+		drop = func() { dropDB(); testenv.StopAll() }
+	case "sqlite":
+		dir, err := os.MkdirTemp("", "hyperfleet-load-")
+		if err != nil {
+			return nil, err
+		}
+		env = []string{"HYPERFLEET_DB_DRIVER=sqlite", "HYPERFLEET_DB_URL=" + dir + "/hyperfleet.db"}
+		drop = func() { os.RemoveAll(dir) }
+	default:
+		return nil, fmt.Errorf("--db %q: use postgres or sqlite", db)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	pprofAddr := ""
+	if profile {
+		if pprofAddr, err = freeAddr(); err != nil {
+			drop()
+			return nil, err
+		}
+		env = append(env, "HYPERFLEET_PPROF_LISTEN="+pprofAddr)
+	}
 	cmd := exec.Command(binary, "serve")
-	cmd.Env = append(os.Environ(),
-		"HYPERFLEET_LISTEN="+addr, "HYPERFLEET_DB_DRIVER=postgres", "HYPERFLEET_DB_URL="+dbURL,
+	cmd.Env = append(append(os.Environ(), env...),
+		"HYPERFLEET_LISTEN="+addr,
 		`HYPERFLEET_CLUSTER_ADAPTERS=["validation","landing-zone"]`, "HYPERFLEET_NODEPOOL_ADAPTERS=[]",
-		"HYPERFLEET_LOG_LEVEL=warn", "HYPERFLEET_LOG_FORMAT=json", "HYPERFLEET_DB_MAX_OPEN_CONNS=32")
+		"HYPERFLEET_LOG_LEVEL=warn", "HYPERFLEET_LOG_FORMAT=json")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		drop()
-		return nil, "", fmt.Errorf("start %s (run make build first): %w", binary, err)
+		return nil, fmt.Errorf("start %s (run make build first): %w", binary, err)
 	}
-	stop := func() {
+	s := &server{url: "http://" + addr, pprof: pprofAddr, cmd: cmd, stop: func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_, _ = cmd.Process.Wait()
 		drop()
-		testenv.StopAll()
+	}}
+	if err := waitReady(s.url + "/readyz"); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%s: %w", binary, err)
 	}
+	return s, nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitReady(u string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+		if resp, err := http.Get(u); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return stop, "http://" + addr, nil
+				return nil
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	stop()
-	return nil, "", fmt.Errorf("%s did not become ready", binary)
+	return fmt.Errorf("%s did not answer 200 within 30s", u)
+}
+
+// startBare fetches one stored cluster and starts this program again as
+// the bare handler returning its bytes, in its own process like the API.
+func startBare(ctx context.Context, l *loader, id string) (func(), string, error) {
+	code, body, err := l.call(ctx, "GET", l.base+"/clusters/"+id, nil)
+	if err != nil || code != 200 {
+		return nil, "", fmt.Errorf("read the cluster the bare handler returns: %d %v", code, err)
+	}
+	f, err := os.CreateTemp("", "hyperfleet-bare-*.json")
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := f.Write(body); err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	f.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(self, "--bare-serve", addr, "--bare-body", f.Name())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("start the bare handler: %w", err)
+	}
+	stop := func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		os.Remove(f.Name())
+	}
+	if err := waitReady("http://" + addr + "/readyz"); err != nil {
+		stop()
+		return nil, "", fmt.Errorf("bare handler: %w", err)
+	}
+	return stop, "http://" + addr, nil
+}
+
+// serveBare is the ceiling: Gin in release mode, no middleware, one route
+// answering with fixed bytes through the same c.Data path a JSON body
+// takes.
+func serveBare(addr, bodyFile string) error {
+	body, err := os.ReadFile(bodyFile)
+	if err != nil {
+		return err
+	}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/readyz", func(c *gin.Context) { c.Status(http.StatusOK) })
+	r.GET("/api/hyperfleet/v1/clusters/:cluster_id", func(c *gin.Context) {
+		c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	})
+	srv := &http.Server{Addr: addr, Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	return srv.ListenAndServe()
 }
 
 type loader struct {
@@ -186,8 +409,9 @@ func statusBody(adapter, available string) []byte {
 }
 
 // seed creates n clusters in 16 label shards; in every shard, every other
-// one gets True reports from both adapters and becomes Ready.
-func (l *loader) seed(ctx context.Context, n int) ([]string, error) {
+// one gets True reports from both adapters and becomes Ready. Each cluster
+// gets nodepools node pools.
+func (l *loader) seed(ctx context.Context, n, nodepools int) ([]string, error) {
 	ids := make([]string, n)
 	var next atomic.Int64
 	var firstErr error
@@ -220,6 +444,15 @@ func (l *loader) seed(ctx context.Context, n int) ([]string, error) {
 						if code, raw, err = l.call(ctx, "PUT", l.base+"/clusters/"+ids[i]+"/statuses", statusBody(a, "True")); err == nil && code != 201 {
 							err = fmt.Errorf("report: %d %s", code, raw)
 						}
+					}
+				}
+				for p := 0; err == nil && p < nodepools; p++ {
+					body, _ := json.Marshal(map[string]any{
+						"kind": "NodePool", "name": fmt.Sprintf("pool-%d", p), "spec": map[string]any{"replicas": 1 + p},
+						"labels": map[string]string{"role": "worker"},
+					})
+					if code, raw, err = l.call(ctx, "POST", l.base+"/clusters/"+ids[i]+"/nodepools", body); err == nil && code != 201 {
+						err = fmt.Errorf("create node pool: %d %s", code, raw)
 					}
 				}
 				if err != nil {
@@ -268,8 +501,12 @@ func (r result) pct(p float64) time.Duration {
 	return r.latencies[i]
 }
 
-func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string, []byte), workers int, d time.Duration) result {
+// drive runs workers closed-loop for d; with rate > 0 the workers share an
+// open-loop schedule of rate requests per second instead, and latency is
+// measured from each request's scheduled start (so queueing counts).
+func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string, []byte), workers int, d time.Duration, rate int) result {
 	deadline := time.Now().Add(d)
+	var ticket atomic.Int64
 	var mu sync.Mutex
 	var res result
 	var wg sync.WaitGroup
@@ -284,6 +521,13 @@ func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string
 			for time.Now().Before(deadline) {
 				method, u, body := gen(r)
 				t0 := time.Now()
+				if rate > 0 {
+					t0 = start.Add(time.Duration(ticket.Add(1)-1) * time.Second / time.Duration(rate))
+					if !t0.Before(deadline) {
+						break
+					}
+					time.Sleep(time.Until(t0))
+				}
 				code, _, err := l.call(ctx, method, u, body)
 				lat = append(lat, time.Since(t0))
 				if err != nil || code >= 300 && code != 204 {

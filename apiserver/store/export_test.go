@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// ExplainList returns the query plans of a list query's count and page,
+// one line per plan node, as the backend prints them.
+func ExplainList(ctx context.Context, st Store, q ListQuery) (count, page string, err error) {
+	s := st.(*gormStore)
+	countSQL := s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+		var n int64
+		return listFilter(tx.WithContext(ctx), q).Count(&n)
+	})
+	pageSQL := s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+		var rows []resourceRow
+		return listPage(listFilter(tx.WithContext(ctx), q), q).Find(&rows)
+	})
+	if count, err = s.explain(ctx, countSQL); err != nil {
+		return "", "", err
+	}
+	page, err = s.explain(ctx, pageSQL)
+	return count, page, err
+}
+
+func (s *gormStore) explain(ctx context.Context, query string) (string, error) {
+	conn, err := s.sqlDB.Conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	prefix := "EXPLAIN QUERY PLAN "
+	if s.backend == BackendPostgres {
+		// A test table is small enough that a sequential scan is cheapest
+		// whatever the indexes; priced out, it remains only where no index
+		// serves the query, which is what the tests look for.
+		prefix = "EXPLAIN "
+		if _, err := conn.ExecContext(ctx, "SET enable_seqscan = off"); err != nil {
+			return "", err
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "RESET enable_seqscan") //nolint:errcheck
+	}
+	rows, err := conn.QueryContext(ctx, prefix+query)
+	if err != nil {
+		return "", fmt.Errorf("explain %s: %w", query, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var lines []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", err
+		}
+		lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}
+
+// MigrateTo applies the migrations up to version only, as an older binary
+// would have left the database.
+func MigrateTo(ctx context.Context, st Store, version int) error {
+	saved := migrations
+	defer func() { migrations = saved }()
+	migrations = migrations[:version]
+	return st.Migrate(ctx)
+}
