@@ -1,7 +1,8 @@
 package apiserver
 
 // The middlewares every request passes through, in the order routes()
-// installs them: request id, panic recovery, access log, header size; then,
+// installs them: request id, trace span (when tracing is on), panic
+// recovery, access log, header size; then,
 // on the API group, authentication, timeout, query and id checks.
 
 import (
@@ -17,9 +18,14 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 )
 
 const (
@@ -41,6 +47,41 @@ func (s *Server) requestID(c *gin.Context) {
 
 // requestLog is the logger for one request: request id, route and the
 // resource ids of the path on every line.
+// traceRequest wraps the request in a server span, the child of the
+// caller's traceparent when it sends one (an adapter's status report). The
+// span carries the route and the resource the path names; a write that
+// bumps a generation adds the resource it changed (lifecycle does, as it
+// writes the outbox row that continues this trace).
+func (s *Server) traceRequest(c *gin.Context) {
+	ctx := tracing.Propagator.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", c.Request.Method),
+		attribute.String("http.route", route),
+		attribute.String("hyperfleet.request_id", c.GetString(requestIDKey)),
+	}
+	// The innermost id of the path is the resource addressed.
+	for i := len(c.Params) - 1; i >= 0; i-- {
+		if kind, ok := s.idKinds[c.Params[i].Key]; ok {
+			attrs = append(attrs, tracing.AttrResourceID.String(c.Params[i].Value), tracing.AttrKind.String(kind))
+			break
+		}
+	}
+	ctx, span := tracing.Tracer(s.cfg.Tracer).Start(ctx, c.Request.Method+" "+route,
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	defer span.End()
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+	status := c.Writer.Status()
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	if status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+}
+
 func (s *Server) requestLog(c *gin.Context) *zerolog.Logger {
 	l := s.log.With().Str("request_id", c.GetString(requestIDKey)).Str("method", c.Request.Method).Str("route", c.FullPath())
 	for _, p := range c.Params {

@@ -20,7 +20,11 @@ func (s *Server) routes() *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.Use(s.requestID, s.recoverPanic, s.accessLog, s.checkHeaderSize)
+	r.Use(s.requestID)
+	if s.cfg.Tracer != nil {
+		r.Use(s.traceRequest)
+	}
+	r.Use(s.recoverPanic, s.accessLog, s.checkHeaderSize)
 	if s.metrics != nil {
 		r.Use(s.metrics.Middleware())
 	}

@@ -18,6 +18,10 @@ type Delivery struct {
 	RowIDs []int64
 	// Oldest is when the oldest row was written: the hand-off latency.
 	Oldest time.Time
+	// TraceParent is the newest traced row's: the hand-off of folded rows
+	// continues the trace of the request that asked for the generation it
+	// delivers.
+	TraceParent string
 }
 
 // Group folds outbox rows by resource, keeping the order in which resources
@@ -48,6 +52,9 @@ func Group(rows []store.OutboxEntry) []Delivery {
 		}
 		if d.Ref.ParentID == "" {
 			d.Ref.ParentID = row.ParentID
+		}
+		if row.TraceParent != "" {
+			d.TraceParent = row.TraceParent
 		}
 	}
 	return out
