@@ -115,6 +115,12 @@ func TestOneCreateIsOneTrace(t *testing.T) {
 	if !strings.Contains(d.log.String(), "tracing on") {
 		t.Errorf("the log does not say tracing is on")
 	}
+	// The banner says so too, and where the settings are documented.
+	eventually(t, 30*time.Second, func() (bool, string) {
+		log := d.log.String()
+		return strings.Contains(log, "Tracing: on") && strings.Contains(log, `docs/operator-guide.md, "Tracing"`),
+			"the start-up banner does not say tracing is on and where it is documented"
+	}, nil)
 
 	code, c := d.send(http.MethodPost, "/clusters", `{"kind":"Cluster","name":"traced","spec":{"platform":{"type":"aws"},"nodes":3}}`)
 	if code != http.StatusCreated {
