@@ -47,14 +47,22 @@ func (s *Server) requestID(c *gin.Context) {
 
 // requestLog is the logger for one request: request id, route and the
 // resource ids of the path on every line.
+// untracedRoutes are probes and scrapes: a span each would bury the
+// collector in traces of nothing.
+var untracedRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
 // traceRequest wraps the request in a server span, the child of the
 // caller's traceparent when it sends one (an adapter's status report). The
 // span carries the route and the resource the path names; a write that
 // bumps a generation adds the resource it changed (lifecycle does, as it
 // writes the outbox row that continues this trace).
 func (s *Server) traceRequest(c *gin.Context) {
-	ctx := tracing.Propagator.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
 	route := c.FullPath()
+	if untracedRoutes[route] {
+		c.Next()
+		return
+	}
+	ctx := tracing.Propagator.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
 	if route == "" {
 		route = "unmatched"
 	}
