@@ -60,7 +60,7 @@ func TestTraceRequest(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range s.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if attrs["hyperfleet.resource.kind"] != resource.KindCluster || attrs["hyperfleet.resource.generation"] != "1" ||
 		attrs["hyperfleet.resource.id"] == "" || attrs["http.response.status_code"] != "201" {
