@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -54,6 +56,12 @@ func (a *Adapter) Register(r Registry) {
 // retried; any other report failure retries the whole run, which is safe
 // because every phase is idempotent.
 func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.RunResult, error) {
+	// The activity's span (Temporal's interceptor, when tracing is on)
+	// names what it ran for; the engine's phase spans are its children.
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(append(tracing.Resource(in.Event.Kind, in.Event.ID, in.Event.Generation),
+			tracing.AttrAdapter.String(a.Engine.Name()))...)
+	}
 	event, err := eventMap(in.Event)
 	if err != nil {
 		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)

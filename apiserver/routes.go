@@ -1,29 +1,17 @@
 package apiserver
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
-	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/rs/zerolog"
 
-	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
-)
-
-const (
-	identityKey  = "hyperfleet.identity"
-	requestIDKey = "hyperfleet.request_id"
 )
 
 func (s *Server) routes() *gin.Engine {
@@ -32,7 +20,11 @@ func (s *Server) routes() *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.Use(s.requestID, s.recoverPanic, s.accessLog, s.checkHeaderSize)
+	r.Use(s.requestID)
+	if s.cfg.Tracer != nil {
+		r.Use(s.traceRequest)
+	}
+	r.Use(s.recoverPanic, s.accessLog, s.checkHeaderSize)
 	if s.metrics != nil {
 		r.Use(s.metrics.Middleware())
 	}
@@ -179,83 +171,6 @@ func databaseProblem(err error) *problem.Problem {
 	return nil
 }
 
-func (s *Server) requestID(c *gin.Context) {
-	id := c.GetHeader("X-Request-Id")
-	if id == "" || len(id) > 128 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
-	}
-	c.Set(requestIDKey, id)
-	c.Header("X-Request-Id", id)
-	c.Next()
-}
-
-// requestLog is the logger for one request: request id, route and the
-// resource ids of the path on every line.
-func (s *Server) requestLog(c *gin.Context) *zerolog.Logger {
-	l := s.log.With().Str("request_id", c.GetString(requestIDKey)).Str("method", c.Request.Method).Str("route", c.FullPath())
-	for _, p := range c.Params {
-		// Every path parameter is a resource id (cluster_id, nodepool_id).
-		l = l.Str(p.Key, p.Value)
-	}
-	logger := l.Logger()
-	return &logger
-}
-
-func (s *Server) accessLog(c *gin.Context) {
-	start := time.Now()
-	c.Next()
-	status := c.Writer.Status()
-	ev := s.requestLog(c).Debug()
-	if status >= 500 {
-		ev = s.requestLog(c).Warn()
-	}
-	ev.Int("status", status).Dur("latency", time.Since(start)).Str("path", c.Request.URL.Path).Msg("request")
-}
-
-func (s *Server) recoverPanic(c *gin.Context) {
-	defer func() {
-		if r := recover(); r != nil {
-			if r == http.ErrAbortHandler {
-				panic(r)
-			}
-			s.requestLog(c).Error().Interface("panic", r).Msg("handler panicked")
-			s.fail(c, problem.New(http.StatusInternalServerError, problem.CodeInternal, "The server failed to process the request; the error was logged"))
-		}
-	}()
-	c.Next()
-}
-
-func (s *Server) timeout(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
-	defer cancel()
-	c.Request = c.Request.WithContext(ctx)
-	c.Next()
-}
-
-func (s *Server) authenticate(c *gin.Context) {
-	identity, err := s.auth.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
-	if err != nil {
-		var ae *auth.Error
-		code, status := problem.CodeUnauthenticated, http.StatusUnauthorized
-		if errors.As(err, &ae) && ae.Forbidden {
-			code, status = problem.CodeForbidden, http.StatusForbidden
-		}
-		s.fail(c, problem.New(status, code, err.Error()))
-		return
-	}
-	c.Set(identityKey, identity)
-	c.Next()
-}
-
-func identity(c *gin.Context) string {
-	if id := c.GetString(identityKey); id != "" {
-		return id
-	}
-	return auth.SystemIdentity
-}
-
 type apiMetadata struct {
 	Kind      string    `json:"kind"`
 	ID        string    `json:"id"`
@@ -280,58 +195,4 @@ func (s *Server) metadata(c *gin.Context) {
 
 func (s *Server) openapiPage(c *gin.Context) {
 	c.Data(http.StatusOK, "text/html; charset=utf-8", openapiPage())
-}
-
-// HeaderLimit bounds the request line and headers. Go's server answers
-// beyond MaxHeaderBytes itself, in plain text; below that, this limit
-// answers with a problem document.
-const HeaderLimit = 64 << 10
-
-func (s *Server) checkHeaderSize(c *gin.Context) {
-	n := len(c.Request.Method) + len(c.Request.RequestURI) + len(c.Request.Proto) + 4
-	for name, values := range c.Request.Header {
-		for _, v := range values {
-			n += len(name) + len(v) + 4
-		}
-	}
-	if n > HeaderLimit {
-		s.fail(c, problem.Newf(http.StatusRequestHeaderFieldsTooLarge, problem.CodeHeadersTooLarge,
-			"the request line and headers are %d bytes; the limit is %d", n, HeaderLimit))
-		return
-	}
-	c.Next()
-}
-
-// checkQuery refuses a query string that does not parse: the standard
-// library drops the pairs it cannot read (orderBy=name;drop), and a request
-// that then succeeds with defaults hides the mistake.
-func (s *Server) checkQuery(c *gin.Context) {
-	if _, err := url.ParseQuery(c.Request.URL.RawQuery); err != nil {
-		s.fail(c, problem.New(http.StatusBadRequest, problem.CodeInvalidParameter,
-			"the query string does not parse ("+strings.TrimPrefix(err.Error(), "invalid ")+"); separate parameters with & and percent-encode ; and %"))
-		return
-	}
-	c.Next()
-}
-
-// idPattern is the one form resource ids take: a lowercase UUID.
-var idPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// checkIDs answers 404 for a path id that is not exactly a lowercase UUID,
-// before anything reads it: no resource has such an id (a trimmed or
-// case-folded match would address the wrong thing), and the database must
-// not see bytes it cannot compare (NUL, invalid UTF-8).
-func (s *Server) checkIDs(c *gin.Context) {
-	// Parameters in path order: the outermost bad id is the one named.
-	for _, p := range c.Params {
-		if kind, ok := s.idKinds[p.Key]; ok && !idPattern.MatchString(p.Value) {
-			id := p.Value
-			if len(id) > 64 {
-				id = id[:64] + "..."
-			}
-			s.fail(c, problem.NotFound(kind, id))
-			return
-		}
-	}
-	c.Next()
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
@@ -45,6 +46,9 @@ type Config struct {
 	// Version and BuildTime are reported by GET /api/hyperfleet.
 	Version   string
 	BuildTime string
+	// Tracer starts a server span per request, continuing a caller's W3C
+	// traceparent; nil: no tracing, and no middleware for it.
+	Tracer trace.TracerProvider
 }
 
 // Check is one readiness dependency.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hyperfleet/hyperfleet/adapter/metrics"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 )
 
 // Config of a client.
@@ -68,7 +69,10 @@ func New(cfg Config) (*Client, error) {
 		cfg.BackoffBase = 200 * time.Millisecond
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{}
+		// A call made within a traced adapter phase gets a client span and
+		// sends its traceparent, so the API's span of a status report is
+		// part of the reconcile's trace.
+		cfg.HTTP = &http.Client{Transport: tracing.Transport(nil)}
 	}
 	c := &Client{cfg: cfg}
 	if cfg.BaseURL != "" {

@@ -8,12 +8,15 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/adapter/expr"
@@ -21,6 +24,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/template"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 )
 
 // Options wire an engine to the outside world.
@@ -154,6 +158,8 @@ func (e *Engine) Run(ctx context.Context, event map[string]any) (*Result, error)
 func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
 	st := NewState(NormalizeEvent(event))
 	log := e.logFor(st)
+	ctx, span := e.phaseSpan(ctx, PhasePreconditions, st)
+	defer func() { e.endSpan(span, st, st.Trace.Preconditions.Outcome) }()
 	start := time.Now()
 	e.params(ctx, st)
 	e.observe(PhaseParams, st.Trace.Params.Outcome, start)
@@ -172,6 +178,8 @@ func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
 
 // ApplyResources runs the resources phase: the second activity.
 func (e *Engine) ApplyResources(ctx context.Context, st *State) {
+	ctx, span := e.phaseSpan(ctx, PhaseResources, st)
+	defer func() { e.endSpan(span, st, st.Trace.Resources.Outcome) }()
 	start := time.Now()
 	e.resources(ctx, st)
 	e.observe(PhaseResources, st.Trace.Resources.Outcome, start)
@@ -179,8 +187,11 @@ func (e *Engine) ApplyResources(ctx context.Context, st *State) {
 
 // Report runs the post phase: the third activity. It always runs.
 func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
+	ctx, span := e.phaseSpan(ctx, PhasePost, st)
 	start := time.Now()
 	res, err := e.post(ctx, st)
+	tracing.Fail(span, err)
+	e.endSpan(span, st, st.Trace.Post.Outcome)
 	e.observe(PhasePost, st.Trace.Post.Outcome, start)
 	outcome := "success"
 	switch {
@@ -202,6 +213,55 @@ func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
 	}
 	ev.Str("outcome", outcome).Str("skip_reason", st.Meta.SkipReason).Msg("adapter run finished")
 	return res, err
+}
+
+// phaseSpan starts the span of one phase as a child of the span in ctx
+// (the activity's); without a traced caller it is a no-op.
+func (e *Engine) phaseSpan(ctx context.Context, phase string, st *State) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, "adapter."+phase)
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	attrs := []attribute.KeyValue{tracing.AttrAdapter.String(e.name), tracing.AttrPhase.String(phase)}
+	if id, ok := st.Event["id"].(string); ok {
+		attrs = append(attrs, tracing.AttrResourceID.String(id))
+	}
+	if k, ok := st.Event["kind"].(string); ok {
+		attrs = append(attrs, tracing.AttrKind.String(k))
+	}
+	if g, ok := eventGeneration(st.Event["generation"]); ok {
+		attrs = append(attrs, tracing.AttrGeneration.Int64(g))
+	}
+	span.SetAttributes(attrs...)
+	return ctx, span
+}
+
+// endSpan records a phase's outcome and ends its span.
+func (e *Engine) endSpan(span trace.Span, st *State, outcome string) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("hyperfleet.adapter.outcome", strings.ToLower(outcome)))
+		if st.Meta.ExecutionError != nil {
+			span.SetAttributes(attribute.String("hyperfleet.adapter.error", st.Meta.ExecutionError.Message))
+		}
+	}
+	span.End()
+}
+
+// eventGeneration reads the generation of an event, decoded from JSON
+// (float64) or built in Go (int64, int).
+func eventGeneration(v any) (int64, bool) {
+	switch g := v.(type) {
+	case int64:
+		return g, true
+	case int:
+		return int64(g), true
+	case float64:
+		return int64(g), true
+	case json.Number:
+		n, err := g.Int64()
+		return n, err == nil
+	}
+	return 0, false
 }
 
 func (e *Engine) observe(phase, outcome string, start time.Time) {

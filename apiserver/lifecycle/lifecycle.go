@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
 	"github.com/hyperfleet/hyperfleet/apiserver/conditionrules"
@@ -25,6 +27,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/statusreport"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -103,13 +106,27 @@ func (s *Service) inTx(ctx context.Context, fn func(tx store.Tx) error) error {
 // has committed: the relay's cue to hand them to Temporal at once.
 func (s *Service) OnOutbox(fn func()) { s.onOutbox.Store(&fn) }
 
-// outboxWatch notes whether a transaction appended to the outbox.
+// outboxWatch notes whether a transaction appended to the outbox, and
+// links each row to the request's trace: the row keeps the traceparent of
+// the request's span, so the relay's hand-off to Temporal continues it.
 type outboxWatch struct {
 	store.Tx
 	wrote *bool
 }
 
 func (w *outboxWatch) AppendOutbox(ctx context.Context, e store.OutboxEntry) error {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		attrs := append(tracing.Resource(e.Kind, e.ResourceID, e.Generation), attribute.String("hyperfleet.outbox.reason", e.Reason))
+		if !*w.wrote {
+			// The first row is the resource the request changed; cascaded
+			// rows (children of a deleted parent) are events only.
+			span.SetAttributes(attrs...)
+		}
+		span.AddEvent("outbox.append", trace.WithAttributes(attrs...))
+	}
+	if e.TraceParent == "" {
+		e.TraceParent = tracing.TraceParent(ctx)
+	}
 	*w.wrote = true
 	return w.Tx.AppendOutbox(ctx, e)
 }

@@ -18,6 +18,10 @@ type Delivery struct {
 	RowIDs []int64
 	// Oldest is when the oldest row was written: the hand-off latency.
 	Oldest time.Time
+	// TraceParent is that of the traced row of the highest generation
+	// (the newest among equals): the hand-off of folded rows continues the
+	// trace of the request that asked for the generation it delivers.
+	TraceParent string
 }
 
 // Group folds outbox rows by resource, keeping the order in which resources
@@ -39,6 +43,9 @@ func Group(rows []store.OutboxEntry) []Delivery {
 		}
 		d := &out[i]
 		d.RowIDs = append(d.RowIDs, row.ID)
+		if row.TraceParent != "" && row.Generation >= d.Generation {
+			d.TraceParent = row.TraceParent
+		}
 		d.Generation = max(d.Generation, row.Generation)
 		if row.CreatedTime.Before(d.Oldest) {
 			d.Oldest = row.CreatedTime

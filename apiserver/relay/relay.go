@@ -24,12 +24,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -63,6 +66,9 @@ type Config struct {
 	// options (default 200), so a fleet-wide change does not flood
 	// Temporal.
 	ResyncRate float64
+	// Tracer records each hand-off as a span, the child of the request
+	// that wrote the row (its stored traceparent); nil: no spans.
+	Tracer     trace.TracerProvider
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
 }
@@ -467,12 +473,22 @@ func (r *Relay) forEach(ctx context.Context, n int, fn func(ctx context.Context,
 }
 
 // deliver makes one call to Temporal for one resource.
-func (r *Relay) deliver(ctx context.Context, d Delivery) error {
+func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	// The outbox and the start-up pass know kind and ids; the table adds
 	// the parent's kind and the path the workflow's adapters call.
 	d.Ref = reconcile.RefOf(r.cfg.Kinds, d.Ref.Kind, d.Ref.ID, d.Ref.ParentID)
+	if r.cfg.Tracer != nil {
+		// The Temporal client's interceptor makes the start or signal a
+		// child of this span and carries it into the workflow's headers.
+		var span trace.Span
+		ctx, span = tracing.Tracer(r.cfg.Tracer).Start(tracing.WithTraceParent(ctx, d.TraceParent), "outbox.deliver",
+			trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(append(tracing.Resource(d.Ref.Kind, d.Ref.ID, d.Generation),
+				attribute.String("hyperfleet.outbox.reason", d.Reason), attribute.Int("hyperfleet.outbox.rows", len(d.RowIDs)))...))
+		defer func() { tracing.Fail(span, err); span.End() }()
+	}
 	log := r.cfg.Logger.With().Str("kind", d.Ref.Kind).Str("resource_id", d.Ref.ID).Int64("generation", d.Generation).Str("reason", d.Reason).Logger()
 	if d.Reason == reconcile.ReasonRemoved {
 		// A removed resource must not get a new workflow: only tell a

@@ -208,6 +208,15 @@ var migrations = []migration{
 			`ANALYZE sqlite_schema`,
 		),
 	},
+	{
+		version: 4,
+		name:    "trace context of outbox rows",
+		// The W3C traceparent of the request that wrote the row, so the
+		// relay's hand-off joins that request's trace. Rows written before
+		// the upgrade have none and start a trace of their own.
+		postgres: []string{`ALTER TABLE outbox ADD COLUMN trace_parent TEXT NOT NULL DEFAULT ''`},
+		sqlite:   []string{`ALTER TABLE outbox ADD COLUMN trace_parent TEXT NOT NULL DEFAULT ''`},
+	},
 }
 
 // The term queries of schema version 3 (SQLite): the terms of row (NEW in

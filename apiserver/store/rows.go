@@ -79,6 +79,7 @@ type outboxRow struct {
 	Generation  int64
 	Reason      string
 	CreatedTime time.Time
+	TraceParent string
 }
 
 func (outboxRow) TableName() string { return "outbox" }

@@ -134,4 +134,8 @@ type OutboxEntry struct {
 	Generation  int64
 	Reason      string
 	CreatedTime time.Time
+	// TraceParent is the W3C traceparent of the request that wrote the row
+	// ("" when it was not traced): the relay's hand-off continues that
+	// trace.
+	TraceParent string
 }

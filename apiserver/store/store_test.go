@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,7 +281,11 @@ func TestOutbox(t *testing.T) {
 		ctx := context.Background()
 		err := s.InTx(ctx, func(tx store.Tx) error {
 			for i := int64(1); i <= 3; i++ {
-				if err := tx.AppendOutbox(ctx, store.OutboxEntry{Kind: "Cluster", ResourceID: "c1", Generation: i, Reason: store.OutboxUpdated, CreatedTime: now}); err != nil {
+				e := store.OutboxEntry{Kind: "Cluster", ResourceID: "c1", Generation: i, Reason: store.OutboxUpdated, CreatedTime: now}
+				if i == 3 {
+					e.TraceParent = traceParent
+				}
+				if err := tx.AppendOutbox(ctx, e); err != nil {
 					return err
 				}
 			}
@@ -302,10 +307,62 @@ func TestOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ = s.PendingOutbox(ctx, 10)
-		if len(got) != 1 || got[0].Generation != 3 || got[0].ResourceID != "c1" || got[0].Reason != store.OutboxUpdated {
+		if len(got) != 1 || got[0].Generation != 3 || got[0].ResourceID != "c1" || got[0].Reason != store.OutboxUpdated || got[0].TraceParent != traceParent {
 			t.Errorf("after ack = %+v", got)
 		}
 	})
+}
+
+const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// A database at schema version 2 (before outbox rows kept a traceparent)
+// upgrades in place: its pending rows survive with an empty traceparent and
+// new rows keep theirs.
+func TestMigrateOutboxTraceParentInPlace(t *testing.T) {
+	for _, cfg := range []store.Config{
+		{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t)},
+		{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db")},
+	} {
+		t.Run(cfg.Driver, func(t *testing.T) {
+			ctx := context.Background()
+			cfg.Logger = zerolog.Nop()
+			s, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := store.MigrateTo(ctx, s, 2); err != nil {
+				t.Fatalf("migrate to version 2: %v", err)
+			}
+			// An older binary's row: written without the column.
+			q := "INSERT INTO outbox (kind, resource_id, parent_id, generation, reason, created_time) VALUES ('Cluster', 'old', '', 1, 'created', $1)"
+			if cfg.Driver == store.BackendSQLite {
+				q = strings.Replace(q, "$1", "?", 1)
+			}
+			if _, err := s.SQLDB().ExecContext(ctx, q, now); err != nil {
+				t.Fatalf("write a version 2 outbox row: %v", err)
+			}
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatalf("upgrade to version %d: %v", store.SchemaVersion(), err)
+			}
+			err = s.InTx(ctx, func(tx store.Tx) error {
+				return tx.AppendOutbox(ctx, store.OutboxEntry{Kind: "Cluster", ResourceID: "new", Generation: 1, Reason: store.OutboxCreated, CreatedTime: now, TraceParent: traceParent})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.PendingOutbox(ctx, 10)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("pending after upgrade = %+v, %v", got, err)
+			}
+			if got[0].ResourceID != "old" || got[0].TraceParent != "" {
+				t.Errorf("the version 2 row after the upgrade = %+v, want it kept without a traceparent", got[0])
+			}
+			if got[1].ResourceID != "new" || got[1].TraceParent != traceParent {
+				t.Errorf("a new row = %+v, want traceparent %s", got[1], traceParent)
+			}
+		})
+	}
 }
 
 // Row locks serialise read-modify-write: 20 concurrent increments of the

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -58,6 +59,7 @@ type devFlags struct {
 	nodePoolAdapters []string
 	maestro          maestroFlags
 	maestroSet       maestrotransport.Overrides
+	tracing          tracingFlags
 }
 
 func newDevCommand() *cobra.Command {
@@ -84,6 +86,7 @@ validation-job, nodepool-config).`,
 	fs = cmd.Flags()
 	f.flags = fs
 	f.maestro.add(fs)
+	f.tracing.add(fs, "hyperfleet")
 	f.db.add(fs)
 	f.reconcile.add(fs)
 	fs.StringVar(&f.listen, "listen", ":8000", "address of the API")
@@ -192,7 +195,22 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 		defer ui.Stop()
 		uiURL = ui.URL
 	}
-	tc, err := srv.Dial(client.Options{Logger: temporalclient.Logger(log.With().Str("component", "temporal").Logger())})
+	tr, err := f.tracing.setup(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tr, log)
+	topts := client.Options{Logger: temporalclient.Logger(log.With().Str("component", "temporal").Logger())}
+	var tracer trace.TracerProvider
+	if tr.Enabled() {
+		tracer = tr.Provider
+		ti, err := temporalclient.TracingInterceptor(tracer)
+		if err != nil {
+			return err
+		}
+		topts.Interceptors = append(topts.Interceptors, ti)
+	}
+	tc, err := srv.Dial(topts)
 	if err != nil {
 		return err
 	}
@@ -204,7 +222,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	}
 	s, err := stack.Start(ctx, stack.Config{
 		API: apiserver.Options{
-			Server:     apiserver.Config{Listen: f.listen, Version: version.Version, BuildTime: version.BuildTime},
+			Server:     apiserver.Config{Listen: f.listen, Version: version.Version, BuildTime: version.BuildTime, Tracer: tracer},
 			Store:      storeCfg,
 			Kinds:      kinds,
 			Registered: registered,
@@ -220,7 +238,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	printWelcome(s.URL, uiURL, srv.HostPort(), state, registered)
+	printWelcome(s.URL, uiURL, srv.HostPort(), state, registered, tr.Enabled())
 	select {
 	case <-ctx.Done():
 	case <-s.Failed():
@@ -282,7 +300,11 @@ func devAdapterDirs(root, state string) (map[string]string, error) {
 	return out, nil
 }
 
-func printWelcome(apiURL, uiURL, temporal, state string, registered map[string][]string) {
+func printWelcome(apiURL, uiURL, temporal, state string, registered map[string][]string, tracingOn bool) {
+	traces := "off; set HYPERFLEET_OTEL_ENDPOINT (or OTEL_EXPORTER_OTLP_ENDPOINT) to an OTLP/gRPC collector"
+	if tracingOn {
+		traces = "on, one trace per change from the HTTP request to the adapters' status reports"
+	}
 	host, port, _ := net.SplitHostPort(apiURL[len("http://"):])
 	if host == "127.0.0.1" {
 		host = "localhost"
@@ -306,7 +328,9 @@ Try:
 
 Dashboard: deploy/helm/hyperfleet/dashboards/hyperfleet.json
   (import it in Grafana; docs/operator-guide.md, "Dashboard").
+Tracing: %s
+  (settings, spans and attributes: docs/operator-guide.md, "Tracing").
 
 Press Ctrl-C to stop.
-`, api, api, ui, temporal, state, registered[resource.KindCluster], registered[resource.KindNodePool], api, api)
+`, api, api, ui, temporal, state, registered[resource.KindCluster], registered[resource.KindNodePool], api, api, traces)
 }

@@ -37,6 +37,7 @@ type serveFlags struct {
 	api       apiFlags
 	temporal  temporalFlags
 	reconcile reconcileFlags
+	tracing   tracingFlags
 }
 
 func (a *apiFlags) add(cmd *cobra.Command) {
@@ -121,6 +122,14 @@ required_adapters the file leaves out needs HYPERFLEET_<KIND>_ADAPTERS.`,
 			}
 			opts.Logger = log
 			ctx := cmd.Context()
+			tr, err := flags.tracing.setup(ctx, log)
+			if err != nil {
+				return err
+			}
+			defer shutdownTracing(ctx, tr, log)
+			if tr.Enabled() {
+				opts.Server.Tracer = tr.Provider
+			}
 			startPprof(flags.api.pprofListen, log)
 			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
 				Strs("kinds", opts.Kinds.Names()).Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
@@ -134,7 +143,11 @@ required_adapters the file leaves out needs HYPERFLEET_<KIND>_ADAPTERS.`,
 				defer app.Close()
 				return app.Server.Run(ctx)
 			}
-			tc, err := temporalclient.Dial(flags.temporal.cfg, log.With().Str("component", "temporal").Logger())
+			tcfg := flags.temporal.cfg
+			if tr.Enabled() {
+				tcfg.Tracer = tr.Provider
+			}
+			tc, err := temporalclient.Dial(tcfg, log.With().Str("component", "temporal").Logger())
 			if err != nil {
 				return err
 			}
@@ -156,5 +169,6 @@ required_adapters the file leaves out needs HYPERFLEET_<KIND>_ADAPTERS.`,
 	flags.api.add(cmd)
 	flags.temporal.add(cmd.Flags(), "")
 	flags.reconcile.add(cmd.Flags())
+	flags.tracing.add(cmd.Flags(), "hyperfleet-api")
 	return cmd
 }

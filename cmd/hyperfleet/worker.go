@@ -43,6 +43,7 @@ type workerFlags struct {
 	metricsListen string
 	wakeInterval  time.Duration
 	maestro       maestroFlags
+	tracing       tracingFlags
 }
 
 func newWorkerCommand() *cobra.Command {
@@ -69,6 +70,7 @@ order. --api-base-url overrides every adapter's clients.hyperfleet_api.base_url.
 	fs = cmd.Flags()
 	f.temporal.add(fs, "127.0.0.1:7233")
 	f.maestro.add(fs)
+	f.tracing.add(fs, "hyperfleet-worker")
 	fs.BoolVar(&f.reconciler, "reconciler", false, "host the reconcile workflows")
 	fs.StringArrayVar(&f.configs, "config", nil, "AdapterConfig file (repeatable; pairs with --task-config in order)")
 	fs.StringArrayVar(&f.taskConfigs, "task-config", nil, "AdapterTaskConfig file (repeatable)")
@@ -118,8 +120,16 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 		}
 	}
 
+	tr, err := f.tracing.setup(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tr, log)
 	tcfg := f.temporal.cfg
 	tcfg.Metrics = temporalmetrics.New(registry)
+	if tr.Enabled() {
+		tcfg.Tracer = tr.Provider
+	}
 	tc, err := temporalclient.Dial(tcfg, log.With().Str("component", "temporal").Logger())
 	if err != nil {
 		return err

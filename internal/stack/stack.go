@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 
 	s.Relay = relay.New(relay.Config{
 		Store: app.Store, Temporal: cfg.Temporal, Registered: app.Registered, Kinds: app.Kinds,
-		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate,
+		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate, Tracer: cfg.API.Server.Tracer,
 		Registerer: app.Metrics.Registry, Logger: cfg.Logger.With().Str("component", "relay").Logger(),
 	})
 	app.Service.OnOutbox(s.Relay.Nudge)

@@ -11,10 +11,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 
 	"github.com/hyperfleet/hyperfleet/internal/tlsfiles"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 )
 
 // Config locates a Temporal frontend.
@@ -30,6 +34,10 @@ type Config struct {
 	// Metrics receives the SDK's metrics and the workflows' own (nil: none);
 	// internal/temporalmetrics exports them to Prometheus.
 	Metrics client.MetricsHandler
+	// Tracer, when set, traces workflow starts and signals, the workflows
+	// and their activities with Temporal's OpenTelemetry interceptor;
+	// workers built on the client inherit it. Nil: no interceptor at all.
+	Tracer trace.TracerProvider
 }
 
 // TLS of the connection.
@@ -62,10 +70,36 @@ func Options(cfg Config, logger zerolog.Logger) (client.Options, error) {
 	if cfg.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
 	}
+	if cfg.Tracer != nil {
+		ti, err := TracingInterceptor(cfg.Tracer)
+		if err != nil {
+			return client.Options{}, err
+		}
+		opts.Interceptors = append(opts.Interceptors, ti)
+	}
 	if Loopback(cfg.Address) {
 		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
 	return opts, nil
+}
+
+// TracingInterceptor is Temporal's OpenTelemetry interceptor on a given
+// provider, with the W3C trace context only (no baggage): the span of a
+// start or signal travels in the workflow's headers, the workflow's span
+// in each activity's, so one trace runs from the relay to the adapters.
+// It only adds headers and spans outside workflow code; replay is
+// unaffected.
+func TracingInterceptor(tp trace.TracerProvider) (interceptor.Interceptor, error) {
+	ti, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		Tracer:              tracing.Tracer(tp),
+		TextMapPropagator:   tracing.Propagator,
+		DisableBaggage:      true,
+		DisableQueryTracing: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal tracing interceptor: %w", err)
+	}
+	return ti, nil
 }
 
 // Loopback reports whether a host:port names this machine. The SDK gzips

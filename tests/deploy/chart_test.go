@@ -375,3 +375,37 @@ func TestChartKindsValue(t *testing.T) {
 		t.Error("the chart renders kinds settings without api.kinds")
 	}
 }
+
+// tracing.endpoint reaches the API, the reconciler and every adapter
+// worker, each with its own service.name; without it no tracing setting
+// renders.
+func TestChartTracingValue(t *testing.T) {
+	base := "temporal: {address: temporal.example:7233}\nadapters:\n  - {name: landing-zone, configMap: landing-zone}\n"
+	on, err := render(t, base+"tracing:\n  endpoint: http://otel-collector.observability:4317\n  extraEnv:\n    - {name: OTEL_EXPORTER_OTLP_HEADERS, value: x-tenant=fleet}\n", "hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range decode(t, on) {
+		byName[o.GetKind()+"/"+o.GetName()] = o
+	}
+	for deployment, service := range map[string]string{
+		"Deployment/hf-hyperfleet-api":                  "hyperfleet-api",
+		"Deployment/hf-hyperfleet-reconciler":           "hyperfleet-reconciler",
+		"Deployment/hf-hyperfleet-adapter-landing-zone": "hyperfleet-adapter-landing-zone",
+	} {
+		env := envOf(container(t, byName, deployment))
+		if env["HYPERFLEET_OTEL_ENDPOINT"] != "http://otel-collector.observability:4317" || env["HYPERFLEET_OTEL_SERVICE_NAME"] != service ||
+			env["OTEL_EXPORTER_OTLP_HEADERS"] != "x-tenant=fleet" {
+			t.Errorf("%s tracing env: endpoint %q, service %q, headers %q", deployment,
+				env["HYPERFLEET_OTEL_ENDPOINT"], env["HYPERFLEET_OTEL_SERVICE_NAME"], env["OTEL_EXPORTER_OTLP_HEADERS"])
+		}
+	}
+	off, err := render(t, base, "hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(off, "OTEL") {
+		t.Error("the chart renders tracing settings without tracing.endpoint")
+	}
+}

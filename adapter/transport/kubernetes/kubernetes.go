@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 )
 
 // RESTConfig builds a client configuration: an explicit kubeconfig path,
@@ -93,6 +94,10 @@ func WithWatch(w Watch) Option {
 
 // New connects with cfg; fieldManager owns the fields the adapter applies.
 func New(cfg *rest.Config, fieldManager string, opts ...Option) (*Transport, error) {
+	// Calls made within a traced adapter phase get a client span each;
+	// watches and discovery, which run without one, pass straight through.
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(tracing.Transport)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes dynamic client: %w", err)

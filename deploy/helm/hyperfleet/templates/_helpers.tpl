@@ -57,6 +57,22 @@ http://{{ include "hyperfleet.fullname" . }}-api:{{ .Values.api.service.port }}
 {{- end }}
 {{- end -}}
 
+{{- /* Tracing: the OTLP endpoint and this process's service.name; nothing
+when tracing.endpoint is empty. Called with (dict "root" $ "service" name). */}}
+{{- define "hyperfleet.tracingEnv" -}}
+{{- with .root.Values.tracing }}
+{{- if .endpoint }}
+- name: HYPERFLEET_OTEL_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: HYPERFLEET_OTEL_SERVICE_NAME
+  value: {{ $.service | quote }}
+{{- with .extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{- define "hyperfleet.temporalVolumeMounts" -}}
 {{- if and .Values.temporal.tls.enabled .Values.temporal.tls.secretName }}
 - name: temporal-tls
