@@ -631,12 +631,9 @@ func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (st
 		return "", errorf("%s is True or False, not %q", f.name, lit.text)
 	}
 	col := t.opts.Table + ".conditions"
+	// SQLite keeps no index of conditions (status reports rewrite them
+	// all the time): a condition narrows what the other terms selected.
 	var exists string
-	if t.opts.Indexed && t.dialect == SQLite && op == tsl.OpEQ {
-		pre := t.termFilter(t.bind("c:" + f.cond + "=" + lit.text))
-		return "(" + pre + " AND EXISTS (SELECT 1 FROM json_each(" + col + ") AS c WHERE json_extract(c.value, '$.type') = " +
-			t.bind(f.cond) + " AND json_extract(c.value, '$.status') = " + t.bind(lit.text) + "))", nil
-	}
 	if t.dialect == Postgres {
 		exists = col + " @> " + t.bind(fmt.Sprintf(`[{"type":%q,"status":%q}]`, f.cond, lit.text)) + "::jsonb"
 	} else {

@@ -18,7 +18,8 @@ import (
 )
 
 // indexedSearches are the documented search fields with an equality (or,
-// for times, a range) that an index must serve on both backends.
+// for times, a range) that an index must serve on both backends (a
+// condition alone: PostgreSQL only).
 var indexedSearches = []string{
 	"labels.shard = '3'",
 	"labels['cost-center'] = 'eng'",
@@ -136,6 +137,12 @@ func TestSearchUsesIndexes(t *testing.T) {
 		}
 		for _, q := range indexedSearches {
 			if s.Backend() == store.BackendPostgres && strings.Contains(q, "[1]") {
+				continue
+			}
+			// SQLite keeps no index of conditions (every status report
+			// rewrites them): a condition alone reads every resource of
+			// the kind; beside a label or spec term it only narrows.
+			if s.Backend() == store.BackendSQLite && strings.HasPrefix(q, "status.conditions.") {
 				continue
 			}
 			w, err := search.Translate(q, s.Dialect(), search.Options{Table: "resources", Indexed: true})

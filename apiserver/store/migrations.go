@@ -152,9 +152,11 @@ var migrations = []migration{
 		// PostgreSQL serves label and condition equality from the GIN
 		// indexes of version 1; spec equality is written as containment
 		// too and gets its own. SQLite has no index over JSON values, so
-		// triggers keep an inverted index, resource_terms, of every label,
-		// condition status and spec scalar (see search.termFilter for the
-		// term format), filled here for the rows already stored.
+		// triggers keep an inverted index, resource_terms, of every label
+		// and spec scalar (see search.termFilter for the term format),
+		// filled here for the rows already stored. Conditions are not in
+		// it: every status report rewrites them, and keeping their terms
+		// cut SQLite's status writes to a third (docs/benchmarks.md).
 		postgres: []string{
 			`CREATE INDEX resources_spec ON resources USING GIN (spec jsonb_path_ops)`,
 			`CREATE INDEX resources_name ON resources (name)`,
@@ -169,16 +171,11 @@ var migrations = []migration{
 			`CREATE INDEX resources_name ON resources (name)`,
 			`CREATE TRIGGER resources_terms_insert AFTER INSERT ON resources BEGIN
 				INSERT OR IGNORE INTO resource_terms (resource_id, term) ` + labelTermsV3("NEW", "") + `;
-				INSERT OR IGNORE INTO resource_terms (resource_id, term) ` + conditionTermsV3("NEW", "") + `;
 				INSERT OR IGNORE INTO resource_terms (resource_id, term) ` + specTermsV3("NEW", "") + `;
 			END`,
 			`CREATE TRIGGER resources_terms_labels AFTER UPDATE OF labels ON resources WHEN OLD.labels IS NOT NEW.labels BEGIN
 				DELETE FROM resource_terms WHERE resource_id = NEW.id AND term >= 'l:' AND term < 'l;';
 				INSERT OR IGNORE INTO resource_terms (resource_id, term) ` + labelTermsV3("NEW", "") + `;
-			END`,
-			`CREATE TRIGGER resources_terms_conditions AFTER UPDATE OF conditions ON resources WHEN OLD.conditions IS NOT NEW.conditions BEGIN
-				DELETE FROM resource_terms WHERE resource_id = NEW.id AND term >= 'c:' AND term < 'c;';
-				INSERT OR IGNORE INTO resource_terms (resource_id, term) ` + conditionTermsV3("NEW", "") + `;
 			END`,
 			`CREATE TRIGGER resources_terms_spec AFTER UPDATE OF spec ON resources WHEN OLD.spec IS NOT NEW.spec BEGIN
 				DELETE FROM resource_terms WHERE resource_id = NEW.id AND term >= 's:' AND term < 's;';
@@ -186,7 +183,6 @@ var migrations = []migration{
 			END`,
 		},
 			`INSERT OR IGNORE INTO resource_terms (resource_id, term) `+labelTermsV3("r", "resources AS r, "),
-			`INSERT OR IGNORE INTO resource_terms (resource_id, term) `+conditionTermsV3("r", "resources AS r, "),
 			`INSERT OR IGNORE INTO resource_terms (resource_id, term) `+specTermsV3("r", "resources AS r, "),
 			// Fixed planner statistics: without them SQLite takes kind=?
 			// for selective and walks every cluster through
@@ -227,12 +223,6 @@ var migrations = []migration{
 func labelTermsV3(row, from string) string {
 	return "SELECT " + row + ".id, 'l:' || j.key || '=' || j.value FROM " + from +
 		"json_each(CASE WHEN json_valid(" + row + ".labels) THEN " + row + ".labels ELSE '{}' END) AS j WHERE j.type = 'text'"
-}
-
-func conditionTermsV3(row, from string) string {
-	return "SELECT " + row + ".id, 'c:' || json_extract(j.value, '$.type') || '=' || json_extract(j.value, '$.status') FROM " + from +
-		"json_each(CASE WHEN json_valid(" + row + ".conditions) THEN " + row + ".conditions ELSE '[]' END) AS j " +
-		"WHERE j.type = 'object' AND json_type(j.value, '$.type') = 'text' AND json_type(j.value, '$.status') = 'text'"
 }
 
 func specTermsV3(row, from string) string {
