@@ -212,6 +212,14 @@ func Digest(obj Object) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
+// ReadinessSum is a short digest of Readiness(status): what a watch
+// compares to tell a change of readiness from any other status update.
+func ReadinessSum(status any) string {
+	raw, _ := json.Marshal(Readiness(status))
+	h := sha256.Sum256(raw)
+	return hex.EncodeToString(h[:8])
+}
+
 // Readiness is the part of a status that says how ready an object is: for
 // a status with conditions or a phase, the conditions' type, status and
 // reason and the phase (for a ManifestWork, also each manifest's conditions

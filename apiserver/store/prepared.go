@@ -48,7 +48,31 @@ type statements struct {
 	rebind  func(string) string
 	mu      sync.Mutex
 	byQuery map[string]*sql.Stmt
-	closed  bool
+	// preparing holds the queries being prepared in the background, so a
+	// burst before the first prepare finishes starts one, not one each.
+	preparing map[string]bool
+	closed    bool
+}
+
+// prepareInBackground prepares the query for the pool unless it is
+// prepared or being prepared already.
+func (s *statements) prepareInBackground(ctx context.Context, query string) {
+	s.mu.Lock()
+	if s.byQuery[query] != nil || s.preparing[query] || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if s.preparing == nil {
+		s.preparing = map[string]bool{}
+	}
+	s.preparing[query] = true
+	s.mu.Unlock()
+	go func() {
+		_, _ = s.get(ctx, query) // a failure is retried on the next call
+		s.mu.Lock()
+		delete(s.preparing, query)
+		s.mu.Unlock()
+	}()
 }
 
 func (s *statements) get(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -144,7 +168,7 @@ func (t *gormTx) exec(ctx context.Context, query string, args ...any) (int64, er
 		// this transaction must not wait for, as the transactions holding
 		// them may be waiting for this one's row lock. Run it unprepared
 		// this once and prepare it in the background.
-		go t.stmts.get(context.WithoutCancel(ctx), query) //nolint:errcheck // retried on the next call
+		t.stmts.prepareInBackground(context.WithoutCancel(ctx), query)
 		res, err = sqlTx.ExecContext(ctx, t.stmts.rebind(query), args...)
 	}
 	var n int64

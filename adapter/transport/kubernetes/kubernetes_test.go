@@ -88,14 +88,5 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transporttest.Run(t, transporttest.Suite{Transport: tr, Within: 30 * time.Second,
-		Object: func(name string, labels map[string]string, generation string) transport.Object {
-			l := map[string]any{}
-			for k, v := range labels {
-				l[k] = v
-			}
-			return transport.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
-				"name": name, "namespace": "default", "labels": l,
-				"annotations": map[string]any{transporttest.GenerationAnnotation: generation}}, "data": map[string]any{"k": generation}}
-		}})
+	transporttest.Run(t, transporttest.Suite{Transport: tr, Within: 30 * time.Second, Object: transporttest.ConfigMaps("default")})
 }

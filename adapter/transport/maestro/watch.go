@@ -2,9 +2,6 @@ package maestro
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -193,7 +190,7 @@ func (c *Client) observe(evt watch.Event) {
 	if err != nil {
 		return
 	}
-	readiness := readinessOf(obj)
+	readiness := transport.ReadinessSum(obj["status"])
 	update := work.Annotations[sequenceAnnotation] != ""
 
 	c.watchMu.Lock()
@@ -263,13 +260,6 @@ func changeOf(t watch.EventType, update bool, before, after string) string {
 		return transport.ChangeStatus
 	}
 	return ""
-}
-
-// readinessOf sums transport.Readiness of a ManifestWork's status.
-func readinessOf(obj transport.Object) string {
-	raw, _ := json.Marshal(transport.Readiness(obj["status"]))
-	h := sha256.Sum256(raw)
-	return hex.EncodeToString(h[:8])
 }
 
 // watchState is the part of Client the watch uses.

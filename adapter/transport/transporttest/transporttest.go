@@ -115,6 +115,20 @@ func Run(t *testing.T, s Suite) {
 	}
 }
 
+// ConfigMaps builds the suite's objects as config maps in a namespace, for
+// transports that store any Kubernetes kind.
+func ConfigMaps(namespace string) func(name string, labels map[string]string, generation string) transport.Object {
+	return func(name string, labels map[string]string, generation string) transport.Object {
+		l := map[string]any{}
+		for k, v := range labels {
+			l[k] = v
+		}
+		return transport.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
+			"name": name, "namespace": namespace, "labels": l,
+			"annotations": map[string]any{GenerationAnnotation: generation}}, "data": map[string]any{"k": generation}}
+	}
+}
+
 func (s Suite) get(t *testing.T, name string) transport.Object {
 	t.Helper()
 	got, err := s.Transport.Get(context.Background(), s.Target, transport.RefOf(s.Object(name, nil, "1")))
