@@ -93,7 +93,7 @@ fmt-check:
 HYPERFLEET_COMPAT_DIR ?= ../shared/compat
 CHAIN_DIR ?= $(HYPERFLEET_COMPAT_DIR)/upstream-e2e-adapters
 # The 100,000-cluster API table of docs/benchmarks.md (300,000 node pools).
-API_100K_SCENARIOS ?= get-bare,get,first-page,deep-page,list,search,search3,put-status-500
+API_100K_SCENARIOS ?= get-bare,get,first-page,deep-page,deep-offset,list,search,search3,put-status-500
 bench: test-tools build ## Go benchmarks, the API load driver, and reconcile latency, cost, idle load and restart against the poller (figures go in docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./apiserver/... ./adapter/...
 	$(GO) run ./cmd/hyperfleet-load --db postgres --clusters 10000 --duration 20s
@@ -127,6 +127,7 @@ fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./adapter/taskconfig/
 	$(GO) test -run '^$$' -fuzz FuzzEval -fuzztime $(FUZZTIME) ./adapter/expr/
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME) ./adapter/template/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./apiserver/pagetoken/
 
 clean: ## remove built binaries and local state
 	rm -rf $(BIN) .hyperfleet out

@@ -195,11 +195,11 @@ func fleetReader(st store.Store, kinds []string) func(context.Context) (metrics.
 		f.NotReconciled = map[string]int64{}
 		for _, k := range kinds {
 			// An offset past any total makes the list a count.
-			_, n, err := st.ListResources(ctx, store.ListQuery{Kind: k, Where: where, Offset: math.MaxInt32})
+			page, err := st.ListResources(ctx, store.ListQuery{Kind: k, Where: where, Offset: math.MaxInt32})
 			if err != nil {
 				return f, err
 			}
-			f.NotReconciled[k] = n
+			f.NotReconciled[k] = page.Total
 		}
 		return f, nil
 	}

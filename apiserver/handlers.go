@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/openapi"
+	"github.com/hyperfleet/hyperfleet/apiserver/pagetoken"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/request"
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
@@ -67,10 +68,10 @@ func pageParams(c *gin.Context) (page, error) {
 	return p, nil
 }
 
-func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, page, error) {
+func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, error) {
 	pg, err := pageParams(c)
 	if err != nil {
-		return lifecycle.ListParams{}, pg, err
+		return lifecycle.ListParams{}, err
 	}
 	order, err := search.ParseOrder(c.Query("orderBy"), c.Query("order"))
 	if err != nil {
@@ -78,21 +79,43 @@ func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, pa
 		if c.Query("orderBy") != "" {
 			param = "orderBy"
 		}
-		return lifecycle.ListParams{}, pg, problem.InvalidParameter(param, c.Query(param), err.Error())
+		return lifecycle.ListParams{}, problem.InvalidParameter(param, c.Query(param), err.Error())
 	}
-	return lifecycle.ListParams{Kind: kind, ParentID: parentID, Search: c.Query("search"), Order: order, Page: pg.number, Size: pg.size}, pg, nil
+	p := lifecycle.ListParams{Kind: kind, ParentID: parentID, Search: c.Query("search"), Order: order, Page: pg.number, Size: pg.size}
+	if token, ok := c.GetQuery("pageToken"); ok {
+		if _, paged := c.GetQuery("page"); paged {
+			return p, problem.InvalidParameter("page", c.Query("page"), "send page or pageToken, not both: a token already says where its page starts")
+		}
+		t, err := pagetoken.Decode(token, tokenQuery(p), search.WithTieBreak(order))
+		if err != nil {
+			return p, problem.InvalidParameter("pageToken", problem.Truncate(token, 200), "pageToken "+err.Error())
+		}
+		p.Page, p.After = t.Page, t.After
+	}
+	return p, nil
+}
+
+// tokenQuery is what a list's continuation tokens are bound to.
+func tokenQuery(p lifecycle.ListParams) string {
+	return pagetoken.Query(p.Kind, p.ParentID, p.Search, search.WithTieBreak(p.Order))
 }
 
 func (s *Server) list(c *gin.Context, kind, listKind, parentID string) error {
-	params, pg, err := listParams(c, kind, parentID)
+	params, err := listParams(c, kind, parentID)
 	if err != nil {
 		return err
 	}
-	items, total, err := s.svc.List(c.Request.Context(), params)
+	page, err := s.svc.List(c.Request.Context(), params)
 	if err != nil {
 		return err
 	}
-	writeList(c, resource.List[resource.Resource]{Kind: listKind, Page: pg.number, Size: len(items), Total: total, Items: items})
+	l := resource.List[resource.Resource]{Kind: listKind, Page: params.Page, Size: len(page.Items), Total: page.Total, Items: page.Items}
+	if page.Next != nil {
+		if l.NextPageToken, err = pagetoken.Encode(tokenQuery(params), params.Page+1, search.WithTieBreak(params.Order), page.Next); err != nil {
+			return problem.Internal(err)
+		}
+	}
+	writeList(c, l)
 	return nil
 }
 
@@ -103,7 +126,7 @@ func writeList[T any](c *gin.Context, l resource.List[T]) {
 	c.Header("Content-Type", "application/json; charset=utf-8")
 	c.Status(http.StatusOK)
 	w := c.Writer
-	head, _ := json.Marshal(resource.List[T]{Kind: l.Kind, Page: l.Page, Size: l.Size, Total: l.Total})
+	head, _ := json.Marshal(resource.List[T]{Kind: l.Kind, Page: l.Page, Size: l.Size, Total: l.Total, NextPageToken: l.NextPageToken})
 	// head ends with "items":null}; the items replace the null.
 	head = bytes.TrimSuffix(head, []byte("null}"))
 	_, _ = w.Write(head)
@@ -243,6 +266,10 @@ func (s *Server) listStatuses(ref refFunc) func(c *gin.Context) error {
 		pg, err := pageParams(c)
 		if err != nil {
 			return err
+		}
+		if token, ok := c.GetQuery("pageToken"); ok {
+			// A resource holds a few adapters' statuses: one page.
+			return problem.InvalidParameter("pageToken", problem.Truncate(token, 200), "adapter status lists have no continuation tokens; use page")
 		}
 		items, total, err := s.svc.ListStatuses(c.Request.Context(), ref(c), pg.number, pg.size)
 		if err != nil {

@@ -113,7 +113,10 @@ type List[T any] struct {
 	Page  int    `json:"page"`
 	Size  int    `json:"size"`
 	Total int64  `json:"total"`
-	Items []T    `json:"items"`
+	// NextPageToken reads the next page (the pageToken parameter) when
+	// more items follow; it stays before Items, which writeList relies on.
+	NextPageToken string `json:"next_page_token,omitempty"`
+	Items         []T    `json:"items"`
 }
 
 // ClusterHref and NodePoolHref build the canonical hrefs of the contract.

@@ -181,19 +181,23 @@ type ListParams struct {
 	Order    []search.OrderTerm
 	Page     int
 	Size     int
+	// After, when set, starts the page after this position (a
+	// continuation token's) instead of at Page.
+	After search.Cursor
 }
 
-// List returns a page and the total number of matches.
-func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, int64, error) {
+// List returns a page, the total number of matches and the position after
+// the page when more follow.
+func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true, Indexed: true}
 	if p.Kind != "" {
 		k, err := s.kind(p.Kind)
 		if err != nil {
-			return nil, 0, err
+			return store.Page{}, err
 		}
 		if p.ParentID != "" {
 			if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
-				return nil, 0, err
+				return store.Page{}, err
 			}
 		}
 		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: true}
@@ -202,19 +206,20 @@ func (s *Service) List(ctx context.Context, p ListParams) ([]resource.Resource, 
 	if err != nil {
 		var se *search.Error
 		if errors.As(err, &se) {
-			return nil, 0, problem.New(http.StatusBadRequest, problem.CodeInvalidSearch, se.Message).
-				WithErrors(problem.FieldError{Field: "search", Value: truncate(p.Search, 200), Message: se.Message})
+			return store.Page{}, problem.New(http.StatusBadRequest, problem.CodeInvalidSearch, se.Message).
+				WithErrors(problem.FieldError{Field: "search", Value: problem.Truncate(p.Search, 200), Message: se.Message})
 		}
-		return nil, 0, problem.Internal(err)
+		return store.Page{}, problem.Internal(err)
 	}
-	items, total, err := s.store.ListResources(ctx, store.ListQuery{
-		Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order,
-		Offset: (p.Page - 1) * p.Size, Limit: p.Size,
-	})
+	q := store.ListQuery{Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order, After: p.After, Limit: p.Size}
+	if p.After == nil {
+		q.Offset = (p.Page - 1) * p.Size
+	}
+	page, err := s.store.ListResources(ctx, q)
 	if err != nil {
-		return nil, 0, problem.Internal(err)
+		return store.Page{}, problem.Internal(err)
 	}
-	return items, total, nil
+	return page, nil
 }
 
 // Create validates and stores a new resource at generation 1.
@@ -497,8 +502,8 @@ func (s *Service) resolveReferences(ctx context.Context, tx store.Tx, k resource
 		kind := targets[ref.RefType]
 		t, err := tx.LockResource(ctx, kind, ref.ID)
 		if errors.Is(err, store.ErrNotFound) {
-			msg := fmt.Sprintf("reference %s points at %s %q, which does not exist", ref.RefType, kind, truncate(ref.ID, 64))
-			return nil, problem.Validation(problem.FieldError{Field: fmt.Sprintf("references[%d].id", i), Value: truncate(ref.ID, 64),
+			msg := fmt.Sprintf("reference %s points at %s %q, which does not exist", ref.RefType, kind, problem.Truncate(ref.ID, 64))
+			return nil, problem.Validation(problem.FieldError{Field: fmt.Sprintf("references[%d].id", i), Value: problem.Truncate(ref.ID, 64),
 				Constraint: "exists", Message: msg})
 		}
 		if err != nil {
@@ -546,7 +551,7 @@ func (s *Service) settle(ctx context.Context, tx store.Tx, r *resource.Resource,
 	if removable {
 		return s.remove(ctx, tx, r, now, "all adapters finalized")
 	}
-	return tx.UpdateResource(ctx, r)
+	return tx.UpdateState(ctx, r)
 }
 
 // settleParent re-evaluates a deleting parent after one of its children

@@ -112,11 +112,11 @@ func ValidateReferences(k resource.Kind, refs []ReferenceRequest) []problem.Fiel
 		d, ok := declared[r.RefType]
 		switch {
 		case len(k.References) == 0:
-			errs = append(errs, problem.FieldError{Field: field + ".ref_type", Value: truncate(r.RefType, 64), Constraint: "declared",
+			errs = append(errs, problem.FieldError{Field: field + ".ref_type", Value: problem.Truncate(r.RefType, 64), Constraint: "declared",
 				Message: fmt.Sprintf("kind %s declares no references; remove references", k.Kind)})
 			continue
 		case !ok:
-			errs = append(errs, problem.FieldError{Field: field + ".ref_type", Value: truncate(r.RefType, 64), Constraint: "enum=" + strings.Join(refTypes(k), ","),
+			errs = append(errs, problem.FieldError{Field: field + ".ref_type", Value: problem.Truncate(r.RefType, 64), Constraint: "enum=" + strings.Join(refTypes(k), ","),
 				Message: fmt.Sprintf("kind %s declares no reference %q; use one of %s", k.Kind, r.RefType, strings.Join(refTypes(k), ", "))})
 			continue
 		case r.ID == "":
@@ -124,8 +124,8 @@ func ValidateReferences(k resource.Kind, refs []ReferenceRequest) []problem.Fiel
 				Message: fmt.Sprintf("reference %s needs the id of a %s", r.RefType, d.TargetKind)})
 			continue
 		case seen[r]:
-			errs = append(errs, problem.FieldError{Field: field, Value: truncate(r.ID, 64), Constraint: "unique",
-				Message: fmt.Sprintf("reference %s to %s is listed twice", r.RefType, truncate(r.ID, 64))})
+			errs = append(errs, problem.FieldError{Field: field, Value: problem.Truncate(r.ID, 64), Constraint: "unique",
+				Message: fmt.Sprintf("reference %s to %s is listed twice", r.RefType, problem.Truncate(r.ID, 64))})
 			continue
 		}
 		seen[r] = true
@@ -157,7 +157,7 @@ func refTypes(k resource.Kind) []string {
 func ValidateForceDelete(req *ForceDeleteRequest) []problem.FieldError {
 	n := len([]rune(strings.TrimSpace(req.Reason)))
 	if n < 1 || len([]rune(req.Reason)) > 1024 {
-		return []problem.FieldError{{Field: "reason", Value: truncate(req.Reason, 64), Constraint: "length=1..1024",
+		return []problem.FieldError{{Field: "reason", Value: problem.Truncate(req.Reason, 64), Constraint: "length=1..1024",
 			Message: "reason is required: 1 to 1024 characters saying why the deletion is forced"}}
 	}
 	return nil
@@ -168,10 +168,10 @@ func validateName(k resource.Kind, name string) []problem.FieldError {
 	case name == "":
 		return []problem.FieldError{{Field: "name", Constraint: "required", Message: "name is required"}}
 	case len(name) < k.NameMinLen || len(name) > k.NameMaxLen:
-		return []problem.FieldError{{Field: "name", Value: truncate(name, 64), Constraint: fmt.Sprintf("length=%d..%d", k.NameMinLen, k.NameMaxLen),
+		return []problem.FieldError{{Field: "name", Value: problem.Truncate(name, 64), Constraint: fmt.Sprintf("length=%d..%d", k.NameMinLen, k.NameMaxLen),
 			Message: fmt.Sprintf("a %s name must be %d to %d characters long (got %d)", k.Kind, k.NameMinLen, k.NameMaxLen, len(name))}}
 	case !namePattern.MatchString(name):
-		return []problem.FieldError{{Field: "name", Value: truncate(name, 64), Constraint: "pattern=" + namePattern.String(),
+		return []problem.FieldError{{Field: "name", Value: problem.Truncate(name, 64), Constraint: "pattern=" + namePattern.String(),
 			Message: "name must be lowercase letters, digits and '-', starting and ending with a letter or digit"}}
 	}
 	return nil
@@ -186,7 +186,7 @@ func validateSpec(spec json.RawMessage, required bool) []problem.FieldError {
 		}
 		return []problem.FieldError{{Field: "spec", Constraint: "required", Message: "spec is required and must be an object ({} is fine)"}}
 	case trimmed[0] != '{':
-		return []problem.FieldError{{Field: "spec", Value: truncate(string(trimmed), 64), Constraint: "type=object", Message: "spec must be a JSON object"}}
+		return []problem.FieldError{{Field: "spec", Value: problem.Truncate(string(trimmed), 64), Constraint: "type=object", Message: "spec must be a JSON object"}}
 	}
 	return nil
 }
@@ -195,11 +195,11 @@ func validateLabels(labels map[string]string) []problem.FieldError {
 	var errs []problem.FieldError
 	for k, v := range labels {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			errs = append(errs, problem.FieldError{Field: "labels." + k, Value: truncate(k, 64), Constraint: "labelKey",
+			errs = append(errs, problem.FieldError{Field: "labels." + k, Value: problem.Truncate(k, 64), Constraint: "labelKey",
 				Message: "invalid label key: " + strings.Join(msgs, "; ")})
 		}
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-			errs = append(errs, problem.FieldError{Field: "labels." + k, Value: truncate(v, 64), Constraint: "labelValue",
+			errs = append(errs, problem.FieldError{Field: "labels." + k, Value: problem.Truncate(v, 64), Constraint: "labelValue",
 				Message: "invalid label value: " + strings.Join(msgs, "; ")})
 		}
 	}
@@ -213,13 +213,6 @@ func sortFieldErrors(errs []problem.FieldError) {
 			errs[j], errs[j-1] = errs[j-1], errs[j]
 		}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // SameJSON reports whether two JSON documents are semantically equal: key

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ContentType is the media type of every error response.
@@ -163,4 +164,16 @@ func joinFields(errs []FieldError) string {
 		names = append(names, e.Field)
 	}
 	return strings.Join(names, ", ")
+}
+
+// Truncate shortens a client's value echoed in a problem to at most n
+// bytes (never splitting a character), marking the cut with "...".
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

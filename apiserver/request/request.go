@@ -64,7 +64,7 @@ func Decode(body []byte, dst any) *problem.Problem {
 		return malformed("", "the request body must be a JSON object")
 	}
 	if serr := checkStrict(trimmed, dst); serr != nil {
-		return malformed(truncate(serr.field, 256), serr.message)
+		return malformed(problem.Truncate(serr.field, 256), serr.message)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -119,13 +119,6 @@ func jsonType(kind, goType string) string {
 		return "an object"
 	}
 	return "a " + goType
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 func malformed(field, message string) *problem.Problem {

@@ -10,18 +10,6 @@ type OrderTerm struct {
 	Desc   bool
 }
 
-// sortable are the fields a list may be ordered by.
-var sortable = map[string]string{
-	"id":           "id",
-	"name":         "name",
-	"generation":   "generation",
-	"created_time": "created_time",
-	"updated_time": "updated_time",
-	"deleted_time": "deleted_time",
-	"created_by":   "created_by",
-	"updated_by":   "updated_by",
-}
-
 // DefaultOrder is created_time desc.
 var DefaultOrder = []OrderTerm{{Column: "created_time", Desc: true}}
 
@@ -66,8 +54,8 @@ func parseTerms(param, list string, defaultDesc bool) ([]OrderTerm, error) {
 		if len(words) == 0 || len(words) > 2 {
 			return nil, errorf("%s: %q is not <field> [asc|desc]", param, strings.TrimSpace(item))
 		}
-		column, ok := sortable[words[0]]
-		if !ok {
+		column := words[0]
+		if _, ok := columns[column]; !ok {
 			return nil, errorf("%s: cannot order by %q; use one of id, name, generation, created_time, updated_time, deleted_time, created_by, updated_by", param, words[0])
 		}
 		desc := defaultDesc

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
 )
 
 // ExplainList returns the query plans of a list query's count and page,
@@ -18,7 +20,11 @@ func ExplainList(ctx context.Context, st Store, q ListQuery) (count, page string
 	})
 	pageSQL := s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
 		var rows []resourceRow
-		return listPage(listFilter(tx.WithContext(ctx), q), q).Find(&rows)
+		db, err := pageQuery(tx.WithContext(ctx), q, search.WithTieBreak(q.Order), countsMatches(q))
+		if err != nil {
+			return tx.Where("1 = 0").Find(&rows)
+		}
+		return db.Find(&rows)
 	})
 	if count, err = s.explain(ctx, countSQL); err != nil {
 		return "", "", err

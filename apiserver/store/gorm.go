@@ -46,6 +46,7 @@ type Config struct {
 type gormStore struct {
 	db      *gorm.DB
 	sqlDB   *sql.DB
+	maxIdle int // the configured idle connections, restored after reopenConnections
 	backend string
 	log     zerolog.Logger
 	qlog    *queryLogger
@@ -101,11 +102,11 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		maxOpen = 20
 	}
 	sqlDB.SetMaxOpenConns(maxOpen)
+	maxIdle := maxOpen
 	if cfg.MaxIdleConns > 0 {
-		sqlDB.SetMaxIdleConns(cfg.MaxIdleConns)
-	} else {
-		sqlDB.SetMaxIdleConns(maxOpen)
+		maxIdle = cfg.MaxIdleConns
 	}
+	sqlDB.SetMaxIdleConns(maxIdle)
 	if cfg.ConnMaxLifetime > 0 {
 		sqlDB.SetConnMaxLifetime(cfg.ConnMaxLifetime)
 	}
@@ -117,7 +118,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	if cfg.Driver == BackendPostgres {
 		rebind = postgresPlaceholders
 	}
-	s := &gormStore{db: db, sqlDB: sqlDB, backend: cfg.Driver, log: cfg.Logger, qlog: qlog, kinds: kinds,
+	s := &gormStore{db: db, sqlDB: sqlDB, maxIdle: maxIdle, backend: cfg.Driver, log: cfg.Logger, qlog: qlog, kinds: kinds,
 		stmts: &statements{db: sqlDB, rebind: rebind}}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/rs/zerolog"
+	"time"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
-	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -66,15 +63,15 @@ func listIDs(t *testing.T, s store.Store, query string, indexed bool) ([]string,
 	if err != nil {
 		t.Fatalf("translate %q: %v", query, err)
 	}
-	rs, total, err := s.ListResources(context.Background(), store.ListQuery{Kind: resource.KindCluster, Where: w, Limit: 100})
+	page, err := s.ListResources(context.Background(), store.ListQuery{Kind: resource.KindCluster, Where: w, Limit: 100})
 	if err != nil {
 		t.Fatalf("list %q: %v", query, err)
 	}
 	var ids []string
-	for _, r := range rs {
+	for _, r := range page.Items {
 		ids = append(ids, r.ID)
 	}
-	return ids, total
+	return ids, page.Total
 }
 
 // TestIndexedSearchMatchesExact: the index filters change plans, never
@@ -202,32 +199,41 @@ func pgBulkFixture(t *testing.T, s store.Store) {
 // TestIndexesUpgradeInPlace: a database written by a schema-2 binary gains
 // the indexes when migrated, rows already stored included.
 func TestIndexesUpgradeInPlace(t *testing.T) {
-	for _, cfg := range []store.Config{
-		{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t)},
-		{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db")},
-	} {
-		t.Run(cfg.Driver, func(t *testing.T) {
-			ctx := context.Background()
-			cfg.Logger = zerolog.Nop()
-			s, err := store.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
+	atVersion(t, 2, func(t *testing.T, ctx context.Context, s store.Store) {
+		indexFixture(t, s, 12)
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("migrate to %d: %v", store.SchemaVersion(), err)
+		}
+		for _, q := range []string{"labels.shard = '3'", "status.conditions.Ready = 'True'", "spec.platform.type = 'gcp'", "spec['node-pool'].max_size = 7"} {
+			exact, _ := listIDs(t, s, q, false)
+			got, _ := listIDs(t, s, q, true)
+			if len(exact) == 0 || !slices.Equal(got, exact) {
+				t.Errorf("%s after the upgrade: indexed %v, exact %v", q, got, exact)
 			}
-			defer s.Close()
-			if err := store.MigrateTo(ctx, s, 2); err != nil {
-				t.Fatalf("migrate to 2: %v", err)
-			}
-			indexFixture(t, s, 12)
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatalf("migrate to %d: %v", store.SchemaVersion(), err)
-			}
-			for _, q := range []string{"labels.shard = '3'", "status.conditions.Ready = 'True'", "spec.platform.type = 'gcp'", "spec['node-pool'].max_size = 7"} {
-				exact, _ := listIDs(t, s, q, false)
-				got, _ := listIDs(t, s, q, true)
-				if len(exact) == 0 || !slices.Equal(got, exact) {
-					t.Errorf("%s after the upgrade: indexed %v, exact %v", q, got, exact)
-				}
-			}
-		})
-	}
+		}
+	})
+}
+
+// TestDeepPageIsARangeScan: a page read after a continuation token's
+// position, in the default order, starts inside resources_kind_created and
+// reads it in order: no sort, no rows skipped past, whatever the depth.
+func TestDeepPageIsARangeScan(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		indexFixture(t, s, 50)
+		if s.Backend() == store.BackendPostgres {
+			pgBulkFixture(t, s)
+		}
+		at := search.Cursor{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "bulk-5000"}
+		_, page, err := store.ExplainList(context.Background(), s, store.ListQuery{Kind: resource.KindCluster, After: at, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		index, sort := "Index Scan using resources_kind_created", "Sort"
+		if s.Backend() == store.BackendSQLite {
+			index, sort = "USING INDEX resources_kind_created (kind=? AND created_time<?)", "TEMP B-TREE"
+		}
+		if !strings.Contains(page, index) || strings.Contains(page, sort) {
+			t.Errorf("a page after a position: want %q and no %q; plan:\n%s", index, sort, page)
+		}
+	})
 }

@@ -24,8 +24,12 @@ const resourceColumns = "id, kind, parent_id, name, generation, spec, labels, co
 const (
 	updateResourceSQL = "UPDATE resources SET generation = ?, spec = ?, labels = ?, conditions = ?, refs = ?, " +
 		"updated_time = ?, updated_by = ?, deleted_time = ?, deleted_by = ? WHERE id = ?"
+	updateStateSQL = "UPDATE resources SET generation = ?, conditions = ?, " +
+		"updated_time = ?, updated_by = ?, deleted_time = ?, deleted_by = ? WHERE id = ?"
 	getResourceSQL       = "SELECT " + resourceColumns + " FROM resources WHERE id = ?"
 	getResourceOfKindSQL = "SELECT " + resourceColumns + " FROM resources WHERE id = ? AND kind = ?"
+	countKindSQL         = "SELECT COALESCE(SUM(n), 0) FROM resource_counts WHERE kind = ?"
+	countAllSQL          = "SELECT COALESCE(SUM(n), 0) FROM resource_counts"
 )
 
 // rowScanner is *sql.Row or *sql.Rows.
@@ -33,10 +37,12 @@ type rowScanner interface {
 	Scan(dest ...any) error
 }
 
-func scanResource(sc rowScanner, row *resourceRow) error {
-	return sc.Scan(&row.ID, &row.Kind, &row.ParentID, &row.Name, &row.Generation, &row.Spec, &row.Labels,
+// scanResource reads resourceColumns into row, then any extra columns.
+func scanResource(sc rowScanner, row *resourceRow, extra ...any) error {
+	dest := append([]any{&row.ID, &row.Kind, &row.ParentID, &row.Name, &row.Generation, &row.Spec, &row.Labels,
 		&row.Conditions, &row.Refs, &row.CreatedTime, &row.UpdatedTime, &row.DeletedTime,
-		&row.CreatedBy, &row.UpdatedBy, &row.DeletedBy)
+		&row.CreatedBy, &row.UpdatedBy, &row.DeletedBy}, extra...)
+	return sc.Scan(dest...)
 }
 
 // statements prepares each statement once per pool; database/sql

@@ -35,27 +35,140 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 	return &r, err
 }
 
-func (s *gormStore) ListResources(ctx context.Context, q ListQuery) ([]resource.Resource, int64, error) {
-	var total int64
-	if err := listFilter(s.db.WithContext(ctx), q).Count(&total).Error; err != nil {
-		return nil, 0, fmt.Errorf("count %s: %w", q.Kind, err)
-	}
-	if total == 0 || int64(q.Offset) >= total {
-		return []resource.Resource{}, total, nil
-	}
-	var rows []resourceRow
-	if err := listPage(listFilter(s.db.WithContext(ctx), q), q).Find(&rows).Error; err != nil {
-		return nil, 0, fmt.Errorf("list %s: %w", q.Kind, err)
-	}
-	out := make([]resource.Resource, 0, len(rows))
-	for i := range rows {
-		r, err := fromRow(s.kinds, &rows[i])
+func (s *gormStore) ListResources(ctx context.Context, q ListQuery) (Page, error) {
+	order := search.WithTieBreak(q.Order)
+	counted := countsMatches(q)
+	page := Page{Items: []resource.Resource{}}
+	if !counted || q.Limit <= 0 {
+		total, err := s.countMatches(ctx, q)
 		if err != nil {
-			return nil, 0, err
+			return Page{}, err
 		}
-		out = append(out, r)
+		page.Total = total
+		if total == 0 || q.Limit <= 0 || (q.After == nil && int64(q.Offset) >= total) {
+			return page, nil
+		}
 	}
-	return out, total, nil
+	db, err := pageQuery(s.db.WithContext(ctx), q, order, counted)
+	if err != nil {
+		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
+	}
+	rows, err := db.Rows()
+	if err != nil {
+		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
+	}
+	defer rows.Close()
+	var last resourceRow
+	var extra []any
+	if counted {
+		extra = []any{&page.Total}
+	}
+	for rows.Next() {
+		if len(page.Items) == q.Limit {
+			page.Next = cursorOf(&last, order)
+			break
+		}
+		var row resourceRow
+		if err := scanResource(rows, &row, extra...); err != nil {
+			return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
+		}
+		r, err := fromRow(s.kinds, &row)
+		if err != nil {
+			return Page{}, err
+		}
+		page.Items = append(page.Items, r)
+		last = row
+	}
+	if err := rows.Err(); err != nil {
+		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
+	}
+	if counted && len(page.Items) == 0 && (q.Offset > 0 || q.After != nil) {
+		// Past the last match: no row carried the total.
+		if page.Total, err = s.countMatches(ctx, q); err != nil {
+			return Page{}, err
+		}
+	}
+	return page, nil
+}
+
+// countsMatches says whether a list's total is counted from its matches
+// (a search, a parent's children) rather than read from resource_counts.
+// Such a list reads its page and its total in one statement, so each
+// match is found and checked once, not once for the count and again for
+// the page.
+func countsMatches(q ListQuery) bool { return q.ParentID != "" || q.Where.SQL != "" }
+
+// pageQuery reads a list query's page in its full order, and one row more:
+// that row says whether another page follows. With total, each row also
+// carries the number of matches (a window over the whole match set,
+// computed before a continuation token's position cuts it).
+func pageQuery(db *gorm.DB, q ListQuery, order []search.OrderTerm, total bool) (*gorm.DB, error) {
+	columns, table := resourceColumns, "resources"
+	if total {
+		matches := listFilter(db.Session(&gorm.Session{NewDB: true}), q).Select(resourceColumns + ", count(*) OVER () AS list_total")
+		db = db.Table("(?) AS matches", matches)
+		columns, table = columns+", list_total", "matches"
+	} else {
+		db = listFilter(db, q)
+	}
+	if q.After != nil {
+		w, err := search.After(table, order, q.After)
+		if err != nil {
+			return nil, err
+		}
+		db = db.Where(w.SQL, w.Args...)
+	}
+	return db.Select(columns).Order(search.OrderBy(table, order)).Offset(q.Offset).Limit(q.Limit + 1), nil
+}
+
+// countMatches is a list's total. A whole kind's (or the whole table's)
+// comes from resource_counts, which triggers keep in step with every
+// insert and delete (schema version 5): counting 100,000 rows on each
+// request was most of what a first page cost. Children and searches count
+// their matches, which their indexes bound.
+func (s *gormStore) countMatches(ctx context.Context, q ListQuery) (int64, error) {
+	var total int64
+	var err error
+	switch {
+	case q.ParentID != "" || q.Where.SQL != "":
+		err = listFilter(s.db.WithContext(ctx), q).Count(&total).Error
+	case q.Kind != "":
+		err = s.queryRow(ctx, countKindSQL, func(sc rowScanner) error { return sc.Scan(&total) }, q.Kind)
+	default:
+		err = s.queryRow(ctx, countAllSQL, func(sc rowScanner) error { return sc.Scan(&total) })
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count %s: %w", q.Kind, err)
+	}
+	return total, nil
+}
+
+// cursorOf is the position of row in order (see search.Cursor).
+func cursorOf(row *resourceRow, order []search.OrderTerm) search.Cursor {
+	c := make(search.Cursor, len(order))
+	for i, o := range order {
+		switch o.Column {
+		case "id":
+			c[i] = row.ID
+		case "name":
+			c[i] = row.Name
+		case "generation":
+			c[i] = row.Generation
+		case "created_time":
+			c[i] = row.CreatedTime.UTC()
+		case "updated_time":
+			c[i] = row.UpdatedTime.UTC()
+		case "deleted_time":
+			if row.DeletedTime != nil {
+				c[i] = row.DeletedTime.UTC()
+			}
+		case "created_by":
+			c[i] = row.CreatedBy
+		case "updated_by":
+			c[i] = row.UpdatedBy
+		}
+	}
+	return c
 }
 
 // listFilter selects the resources a list query matches.
@@ -71,22 +184,6 @@ func listFilter(db *gorm.DB, q ListQuery) *gorm.DB {
 		db = db.Where(q.Where.SQL, q.Where.Args...)
 	}
 	return db
-}
-
-// listPage orders a list query's matches and cuts its page.
-func listPage(db *gorm.DB, q ListQuery) *gorm.DB {
-	order := q.Order
-	if len(order) == 0 {
-		order = search.DefaultOrder
-	}
-	lastDesc := false
-	for _, o := range order {
-		db = db.Order(clause.OrderByColumn{Column: clause.Column{Table: "resources", Name: o.Column}, Desc: o.Desc})
-		lastDesc = o.Desc
-	}
-	// id breaks ties so pages never overlap or skip.
-	db = db.Order(clause.OrderByColumn{Column: clause.Column{Table: "resources", Name: "id"}, Desc: lastDesc})
-	return db.Offset(q.Offset).Limit(q.Limit)
 }
 
 func (s *gormStore) LiveResources(ctx context.Context, kind, afterID string, limit int) ([]resource.Resource, error) {
@@ -171,6 +268,21 @@ func (t *gormTx) UpdateResource(ctx context.Context, r *resource.Resource) error
 		row.UpdatedTime, row.UpdatedBy, row.DeletedTime, row.DeletedBy, r.ID)
 	if err != nil {
 		return fmt.Errorf("update %s %s: %w", r.Kind, r.ID, err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func (t *gormTx) UpdateState(ctx context.Context, r *resource.Resource) error {
+	row, err := toRow(r)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", r.Kind, r.ID, err)
+	}
+	n, err := t.exec(ctx, updateStateSQL, row.Generation, row.Conditions, row.UpdatedTime, row.UpdatedBy, row.DeletedTime, row.DeletedBy, r.ID)
+	if err != nil {
+		return fmt.Errorf("update state of %s %s: %w", r.Kind, r.ID, err)
 	}
 	if n == 0 {
 		return ErrNotFound

@@ -46,6 +46,7 @@ type options struct {
 	concurrency int
 	scenarios   string
 	profile     string
+	idsFile     string
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.StringVar(&o.binary, "binary", "bin/hyperfleet", "hyperfleet binary to start when --url is empty")
 	flag.StringVar(&o.db, "db", "postgres", "database of the started server: postgres (throwaway cluster) or sqlite (temporary file)")
 	flag.IntVar(&o.clusters, "clusters", 10000, "clusters to seed")
+	flag.StringVar(&o.idsFile, "ids", "", "with --clusters 0: read the cluster ids from this file (one a line) instead of listing them")
 	flag.IntVar(&o.nodepools, "nodepools", 0, "node pools to seed under each cluster")
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "duration of each scenario")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent closed-loop workers")
@@ -76,7 +78,7 @@ func main() {
 }
 
 // scenarioNames lists the scenarios in the order --scenarios accepts them.
-var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page", "search", "search3", "put-status", "put-status-500"}
+var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page", "deep-offset", "search", "search3", "put-status", "put-status-500"}
 
 func run(o options) error {
 	ctx := context.Background()
@@ -94,16 +96,31 @@ func run(o options) error {
 
 	start := time.Now()
 	ids, err := l.seed(ctx, o.clusters, o.nodepools)
-	if err == nil && o.clusters == 0 {
-		ids, err = l.existing(ctx)
-	}
 	if err != nil {
 		return err
+	}
+	seedTime := time.Since(start)
+	var deepTokens []string
+	if o.idsFile != "" {
+		raw, err := os.ReadFile(o.idsFile)
+		if err != nil {
+			return err
+		}
+		ids = strings.Fields(string(raw))
+	}
+	if o.clusters == 0 && o.idsFile == "" || strings.Contains(o.scenarios, "deep-page") {
+		walked, deep, err := l.walk(ctx)
+		if err != nil {
+			return err
+		}
+		if o.clusters == 0 && o.idsFile == "" {
+			ids = walked
+		}
+		deepTokens = deep
 	}
 	if len(ids) == 0 {
 		return fmt.Errorf("no clusters to load: seed some with --clusters")
 	}
-	seedTime := time.Since(start)
 	if o.clusters > 0 {
 		requests := o.clusters + o.clusters/2*2 + o.clusters*o.nodepools
 		fmt.Printf("seeded %d clusters (half of them Ready) and %d node pools in %s: %.0f clusters/s, %.0f requests/s\n", o.clusters, o.clusters*o.nodepools,
@@ -138,6 +155,12 @@ func run(o options) error {
 			return "GET", l.base + "/clusters?size=20", nil
 		},
 		"deep-page": func(r *rand.Rand) (string, string, []byte) {
+			if len(deepTokens) == 0 { // a list of one page
+				return "GET", l.base + "/clusters?size=20", nil
+			}
+			return "GET", l.base + "/clusters?size=20&pageToken=" + url.QueryEscape(deepTokens[r.IntN(len(deepTokens))]), nil
+		},
+		"deep-offset": func(r *rand.Rand) (string, string, []byte) {
 			return "GET", fmt.Sprintf("%s/clusters?size=20&page=%d", l.base, lastPage-r.IntN(10)), nil
 		},
 		"search": func(r *rand.Rand) (string, string, []byte) {
@@ -466,24 +489,41 @@ func (l *loader) seed(ctx context.Context, n, nodepools int) ([]string, error) {
 	return ids, firstErr
 }
 
-// existing collects the ids of the clusters already stored (--clusters 0).
-func (l *loader) existing(ctx context.Context) ([]string, error) {
-	var ids []string
-	for page := 1; ; page++ {
-		code, raw, err := l.call(ctx, "GET", fmt.Sprintf("%s/clusters?size=100&page=%d", l.base, page), nil)
+// walk reads every cluster through continuation tokens, 100 a page, and
+// returns their ids and the tokens of the last ten pages that have one
+// (positions in the last 1% of a large list).
+func (l *loader) walk(ctx context.Context) (ids, deep []string, err error) {
+	next := l.base + "/clusters?size=100"
+	page := 1
+	for {
+		code, raw, err := l.call(ctx, "GET", next, nil)
 		if err != nil || code != 200 {
-			return nil, fmt.Errorf("list clusters: %d %v", code, err)
+			return nil, nil, fmt.Errorf("list clusters: %d %v %s", code, err, raw)
 		}
-		var list struct{ Items []struct{ ID string } }
+		var list struct {
+			Items         []struct{ ID string }
+			NextPageToken string `json:"next_page_token"`
+		}
 		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, err
-		}
-		if len(list.Items) == 0 {
-			return ids, nil
+			return nil, nil, err
 		}
 		for _, it := range list.Items {
 			ids = append(ids, it.ID)
 		}
+		if list.NextPageToken == "" && len(deep) == 0 && len(list.Items) == 100 {
+			// A server from before continuation tokens: page numbers.
+			page++
+			next = fmt.Sprintf("%s/clusters?size=100&page=%d", l.base, page)
+			continue
+		}
+		if list.NextPageToken == "" {
+			return ids, deep, nil
+		}
+		deep = append(deep, list.NextPageToken)
+		if len(deep) > 10 {
+			deep = deep[1:]
+		}
+		next = l.base + "/clusters?size=100&pageToken=" + url.QueryEscape(list.NextPageToken)
 	}
 }
 
