@@ -55,9 +55,14 @@ func TestRapidPatchesCoalesce(t *testing.T) {
 			finalReports[call.Adapter]++
 		}
 	}
+	// Each adapter runs at most once for the final generation. It may run
+	// zero times for it: a run scheduled for generation 2 or 3 reads the
+	// resource when it starts, and when the PATCHes came first it already
+	// reports generation 4 (the statuses above), so the signal for 4 finds
+	// the adapter settled and schedules nothing.
 	for _, a := range clusterAdapters {
-		if finalReports[a] != 1 {
-			t.Errorf("%s reported %d times at generation 4, want once (reconciled once at the final generation)", a, finalReports[a])
+		if finalReports[a] > 1 {
+			t.Errorf("%s ran %d times for generation 4, want at most once (rapid bumps coalesce)", a, finalReports[a])
 		}
 	}
 	v, err := s.view(resource.KindCluster, c.ID)
