@@ -68,10 +68,17 @@ func pageParams(c *gin.Context) (page, error) {
 	return p, nil
 }
 
-func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, error) {
+// tokenScope is what a list's continuation tokens are bound to: the
+// query's fingerprint and its full order, worked out once per request.
+type tokenScope struct {
+	query string
+	order []search.OrderTerm
+}
+
+func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, tokenScope, error) {
 	pg, err := pageParams(c)
 	if err != nil {
-		return lifecycle.ListParams{}, err
+		return lifecycle.ListParams{}, tokenScope{}, err
 	}
 	order, err := search.ParseOrder(c.Query("orderBy"), c.Query("order"))
 	if err != nil {
@@ -79,29 +86,26 @@ func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, er
 		if c.Query("orderBy") != "" {
 			param = "orderBy"
 		}
-		return lifecycle.ListParams{}, problem.InvalidParameter(param, c.Query(param), err.Error())
+		return lifecycle.ListParams{}, tokenScope{}, problem.InvalidParameter(param, c.Query(param), err.Error())
 	}
 	p := lifecycle.ListParams{Kind: kind, ParentID: parentID, Search: c.Query("search"), Order: order, Page: pg.number, Size: pg.size}
+	full := search.WithTieBreak(order)
+	scope := tokenScope{query: pagetoken.Query(kind, parentID, p.Search, full), order: full}
 	if token, ok := c.GetQuery("pageToken"); ok {
 		if _, paged := c.GetQuery("page"); paged {
-			return p, problem.InvalidParameter("page", c.Query("page"), "send page or pageToken, not both: a token already says where its page starts")
+			return p, scope, problem.InvalidParameter("page", c.Query("page"), "send page or pageToken, not both: a token already says where its page starts")
 		}
-		t, err := pagetoken.Decode(token, tokenQuery(p), search.WithTieBreak(order))
+		t, err := pagetoken.Decode(token, scope.query, scope.order)
 		if err != nil {
-			return p, problem.InvalidParameter("pageToken", problem.Truncate(token, 200), "pageToken "+err.Error())
+			return p, scope, problem.InvalidParameter("pageToken", problem.Truncate(token, 200), "pageToken "+err.Error())
 		}
 		p.Page, p.After = t.Page, t.After
 	}
-	return p, nil
-}
-
-// tokenQuery is what a list's continuation tokens are bound to.
-func tokenQuery(p lifecycle.ListParams) string {
-	return pagetoken.Query(p.Kind, p.ParentID, p.Search, search.WithTieBreak(p.Order))
+	return p, scope, nil
 }
 
 func (s *Server) list(c *gin.Context, kind, listKind, parentID string) error {
-	params, err := listParams(c, kind, parentID)
+	params, scope, err := listParams(c, kind, parentID)
 	if err != nil {
 		return err
 	}
@@ -111,7 +115,7 @@ func (s *Server) list(c *gin.Context, kind, listKind, parentID string) error {
 	}
 	l := resource.List[resource.Resource]{Kind: listKind, Page: params.Page, Size: len(page.Items), Total: page.Total, Items: page.Items}
 	if page.Next != nil {
-		if l.NextPageToken, err = pagetoken.Encode(tokenQuery(params), params.Page+1, search.WithTieBreak(params.Order), page.Next); err != nil {
+		if l.NextPageToken, err = pagetoken.Encode(scope.query, params.Page+1, scope.order, page.Next); err != nil {
 			return problem.Internal(err)
 		}
 	}

@@ -130,7 +130,7 @@ func (s *gormStore) countMatches(ctx context.Context, q ListQuery) (int64, error
 	var total int64
 	var err error
 	switch {
-	case q.ParentID != "" || q.Where.SQL != "":
+	case countsMatches(q):
 		err = listFilter(s.db.WithContext(ctx), q).Count(&total).Error
 	case q.Kind != "":
 		err = s.queryRow(ctx, countKindSQL, func(sc rowScanner) error { return sc.Scan(&total) }, q.Kind)
