@@ -145,9 +145,18 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	if c.cacheHits.Load() == 0 {
 		t.Error("no read was served from the status stream")
 	}
-	if _, ok := c.cache[workID("transport-watch", "spoke1", name)]; !ok {
-		t.Errorf("the cache holds no ManifestWork under Maestro's id for spoke1/%s", name)
-	}
+	// A write empties its work's entry, and a REST read refills it only if
+	// no stream event raced the read (the agent reports several times
+	// after an apply), so the entry may take a few reads to come back.
+	eventually(t, 30*time.Second, "the work cached under Maestro's id", func() (bool, string) {
+		if _, err := tr.Get(ctx, "spoke1", ref); err != nil {
+			return false, err.Error()
+		}
+		c.watchMu.Lock()
+		defer c.watchMu.Unlock()
+		_, ok := c.cache[workID("transport-watch", "spoke1", name)]
+		return ok, fmt.Sprintf("the cache holds no ManifestWork under Maestro's id for spoke1/%s", name)
+	})
 
 	if err := tr.Delete(ctx, "spoke1", ref, "Background"); err != nil {
 		t.Fatal(err)
