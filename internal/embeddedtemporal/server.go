@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/internal/loopback"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -74,7 +76,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
-	ports, err := freePorts(8)
+	ports, err := loopback.Ports(8)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +135,7 @@ func Start(cfg Config) (*Server, error) {
 		}
 		services[name] = config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: ports[4+i], BindOnIP: "127.0.0.1"}}
 	}
-	metricsPort, err := freePorts(2)
+	metricsPort, err := loopback.Ports(2)
 	if err != nil {
 		return nil, err
 	}
@@ -248,25 +250,6 @@ func (s *Server) waitReady(within time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("temporal server not ready after %s: %v", within, last)
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	out := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 func portFree(port int) error {

@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hyperfleet/hyperfleet/internal/loopback"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the admin connection
 )
@@ -309,47 +310,9 @@ func dropRoot(dir string) (*syscall.Credential, error) {
 // process it is meant for binds it, and a process binding port 0 meanwhile
 // (an embedded Temporal's own services, a client's local end) may be given
 // the same one. Ports are not handed out twice within a test process.
-func freePort() (int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	if portsNext == 0 {
-		lo := ephemeralLow()
-		portsLow, portsHigh = max(1024, lo-12000), lo
-		portsNext = portsLow + int(time.Now().UnixNano()%int64(portsHigh-portsLow))
-	}
-	for range portsHigh - portsLow {
-		p := portsNext
-		if portsNext++; portsNext >= portsHigh {
-			portsNext = portsLow
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		return p, nil
-	}
-	return 0, fmt.Errorf("no free loopback port in %d-%d", portsLow, portsHigh)
-}
-
-var (
-	portsMu                        sync.Mutex
-	portsLow, portsHigh, portsNext int
-)
-
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
-// default when it cannot be read).
-func ephemeralLow() int {
-	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err == nil {
-		if f := strings.Fields(string(raw)); len(f) == 2 {
-			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 2048 {
-				return lo
-			}
-		}
-	}
-	return 32768
-}
+// freePort is a loopback port below the ephemeral range, never handed out
+// twice by this process (see package loopback).
+func freePort() (int, error) { return loopback.Port() }
 
 // FreePort is a loopback port nobody listens on at the moment of asking.
 func FreePort(t testing.TB) int {
