@@ -128,6 +128,8 @@ fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)
 	$(GO) test -run '^$$' -fuzz FuzzEval -fuzztime $(FUZZTIME) ./adapter/expr/
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime $(FUZZTIME) ./adapter/template/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./apiserver/pagetoken/
+	$(GO) test -run '^$$' -fuzz FuzzScanStoredDocuments -fuzztime $(FUZZTIME) ./apiserver/store/
+	$(GO) test -run '^$$' -fuzz FuzzAppendJSON -fuzztime $(FUZZTIME) ./resource/
 
 clean: ## remove built binaries and local state
 	rm -rf $(BIN) .hyperfleet out

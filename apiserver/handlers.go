@@ -123,31 +123,58 @@ func (s *Server) list(c *gin.Context, kind, listKind, parentID string) error {
 	return nil
 }
 
-// writeList encodes a list one item at a time, so a response never exists
-// twice in memory (the items, and the whole document as one buffer): what a
-// list costs is bounded by the page size times the largest resource.
+// writeList encodes a list a few items at a time, so a response never
+// exists twice in memory (the items, and the whole document as one buffer):
+// what a list costs is bounded by the page size times the largest resource.
 func writeList[T any](c *gin.Context, l resource.List[T]) {
 	c.Header("Content-Type", "application/json; charset=utf-8")
 	c.Status(http.StatusOK)
 	w := c.Writer
 	head, _ := json.Marshal(resource.List[T]{Kind: l.Kind, Page: l.Page, Size: l.Size, Total: l.Total, NextPageToken: l.NextPageToken})
 	// head ends with "items":null}; the items replace the null.
-	head = bytes.TrimSuffix(head, []byte("null}"))
-	_, _ = w.Write(head)
-	_, _ = w.Write([]byte{'['})
-	enc := json.NewEncoder(w)
+	buf := append(bytes.TrimSuffix(head, []byte("null}")), '[')
 	for i := range l.Items {
 		if i > 0 {
-			_, _ = w.Write([]byte{','})
+			buf = append(buf, ',')
 		}
-		if err := enc.Encode(&l.Items[i]); err != nil {
+		var err error
+		if buf, err = appendItem(buf, &l.Items[i]); err != nil {
 			// The status is sent: cut the document short so the client
 			// sees invalid JSON rather than a list that looks complete.
+			_, _ = w.Write(buf)
 			_ = c.Error(err)
 			return
 		}
+		if len(buf) >= 32<<10 {
+			_, _ = w.Write(buf)
+			buf = buf[:0]
+		}
 	}
-	_, _ = w.Write([]byte("]}"))
+	_, _ = w.Write(append(buf, "]}"...))
+}
+
+// jsonAppender is a type that writes its own JSON without reflection
+// (resource.Resource).
+type jsonAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+func appendItem(b []byte, item any) ([]byte, error) {
+	if a, ok := item.(jsonAppender); ok {
+		return a.AppendJSON(b)
+	}
+	out, err := json.Marshal(item)
+	return append(b, out...), err
+}
+
+// writeResource answers with one resource, encoded without reflection.
+func writeResource(c *gin.Context, code int, r *resource.Resource) error {
+	b, err := r.AppendJSON(make([]byte, 0, 2048))
+	if err != nil {
+		return problem.Internal(err)
+	}
+	c.Data(code, "application/json; charset=utf-8", b)
+	return nil
 }
 
 // checkSpecSize refuses a spec over the configured limit.
@@ -206,8 +233,7 @@ func (s *Server) createKind(k resource.Kind, parentParam string) func(c *gin.Con
 			return err
 		}
 		c.Header("Location", r.Href)
-		c.JSON(http.StatusCreated, r)
-		return nil
+		return writeResource(c, http.StatusCreated, r)
 	}
 }
 
@@ -217,8 +243,7 @@ func (s *Server) getResource(ref refFunc) func(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, r)
-		return nil
+		return writeResource(c, http.StatusOK, r)
 	}
 }
 
@@ -235,8 +260,7 @@ func (s *Server) patchResource(ref refFunc) func(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, r)
-		return nil
+		return writeResource(c, http.StatusOK, r)
 	}
 }
 
@@ -246,8 +270,7 @@ func (s *Server) deleteResource(ref refFunc) func(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusAccepted, r)
-		return nil
+		return writeResource(c, http.StatusAccepted, r)
 	}
 }
 

@@ -62,8 +62,7 @@ func (s *Server) routes() *gin.Engine {
 		if err != nil {
 			return err
 		}
-		c.JSON(http.StatusOK, r)
-		return nil
+		return writeResource(c, http.StatusOK, r)
 	}))
 	return r
 }

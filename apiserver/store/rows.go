@@ -142,10 +142,11 @@ func fromRow(kinds *resource.Kinds, row *resourceRow) (resource.Resource, error)
 		CreatedTime: row.CreatedTime.UTC(), UpdatedTime: row.UpdatedTime.UTC(),
 		CreatedBy: row.CreatedBy, UpdatedBy: row.UpdatedBy, DeletedBy: row.DeletedBy,
 	}
-	if err := json.Unmarshal(row.Labels, &r.Labels); err != nil {
+	var err error
+	if r.Labels, err = decodeLabels(row.Labels); err != nil {
 		return r, fmt.Errorf("decode labels of %s: %w", row.ID, err)
 	}
-	if err := json.Unmarshal(row.Conditions, &r.Status.Conditions); err != nil {
+	if r.Status.Conditions, err = decodeConditions(row.Conditions); err != nil {
 		return r, fmt.Errorf("decode conditions of %s: %w", row.ID, err)
 	}
 	if r.Status.Conditions == nil {
