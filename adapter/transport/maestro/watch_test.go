@@ -91,9 +91,9 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	ctx := context.Background()
 	name := fmt.Sprintf("tr-watch-%d", time.Now().UnixNano()%1e6)
 	ref := transport.Ref{APIVersion: APIVersion, Kind: Kind, Name: name}
-	mine := work(name, "1", "one")
+	mine := configMapWork(name, "1", "one")
 	transport.Stamp(mine, "watcher", "Cluster", "c-"+name)
-	other := work(name+"-other", "1", "x")
+	other := configMapWork(name+"-other", "1", "x")
 	transport.Stamp(other, "someone-else", "Cluster", "c-other")
 
 	if _, err := tr.Create(ctx, "spoke1", mine); err != nil {
@@ -126,7 +126,7 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 
 	// A new generation: the agent applies it and the changed status
 	// feedback value is reported, with the digest of the new state.
-	two := work(name, "2", "two")
+	two := configMapWork(name, "2", "two")
 	transport.Stamp(two, "watcher", "Cluster", "c-"+name)
 	if _, err := tr.Update(ctx, "spoke1", two); err != nil {
 		t.Fatal(err)
@@ -163,7 +163,12 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	}
 	eventually(t, 60*time.Second, "the deletion reported", func() (bool, string) {
 		got := seen.of(name)
-		return slices.ContainsFunc(got, func(ch transport.Change) bool { return ch.What == transport.ChangeDeleted && ch.Digest == "" }), fmt.Sprint(got)
+		if slices.ContainsFunc(got, func(ch transport.Change) bool { return ch.What == transport.ChangeDeleted && ch.Digest == "" }) {
+			return true, ""
+		}
+		// Tell a deletion the agent has not confirmed yet from one the
+		// watch missed: ask Maestro's REST API, not the cache.
+		return false, fmt.Sprintf("changes %v; Maestro still holds the work: %s", got, restHolds(ctx, c, "spoke1", name))
 	})
 	if got, err := tr.Get(ctx, "spoke1", ref); err != nil || got != nil {
 		t.Errorf("read after the agent confirmed the deletion = %v, %v; want nil", got, err)
@@ -171,6 +176,45 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	if got := seen.of(name + "-other"); len(got) != 0 {
 		t.Errorf("another adapter's ManifestWork was reported to this one: %v", got)
 	}
+}
+
+// configMapWork is a ManifestWork placing one config map in the default
+// namespace, with a feedback rule reading its data. Its deletion is
+// confirmed as soon as the agent deletes the map: no namespace controller
+// has to finish first, as it would for work()'s namespace.
+func configMapWork(name, gen, value string) transport.Object {
+	return transport.Object{
+		"apiVersion": APIVersion, "kind": Kind,
+		"metadata": map[string]any{
+			"name":        name,
+			"labels":      map[string]any{"test": "transport-watch"},
+			"annotations": map[string]any{"hyperfleet.io/generation": gen},
+		},
+		"spec": map[string]any{
+			"workload": map[string]any{"manifests": []any{
+				map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+					"metadata": map[string]any{"name": name, "namespace": "default"},
+					"data":     map[string]any{"value": value}},
+			}},
+			"manifestConfigs": []any{map[string]any{
+				"resourceIdentifier": map[string]any{"group": "", "resource": "configmaps", "name": name, "namespace": "default"},
+				"feedbackRules":      []any{map[string]any{"type": "JSONPaths", "jsonPaths": []any{map[string]any{"name": "value", "path": ".data.value"}}}},
+			}},
+		},
+	}
+}
+
+// restHolds says whether Maestro's REST API still has the ManifestWork, and
+// whether it is being deleted.
+func restHolds(ctx context.Context, c *Client, consumer, name string) string {
+	got, err := c.readREST(ctx, workID(c.cfg.SourceID, consumer, name))
+	switch {
+	case err != nil:
+		return "unknown: " + err.Error()
+	case got == nil:
+		return "no (the watch missed the deletion)"
+	}
+	return fmt.Sprintf("yes, deletion requested at %v, conditions %v (the agent has not confirmed it)", got.DeletionTimestamp, got.Status.Conditions)
 }
 
 type lockedBuffer struct {
