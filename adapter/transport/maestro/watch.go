@@ -3,10 +3,12 @@ package maestro
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -38,6 +40,9 @@ func (c *Client) Watch(adapter string, notify func(transport.Change)) {
 type watched struct {
 	adapter, ownerKind, ownerID string
 	readiness                   string
+	// ref names the ManifestWork as last read whole: what a deletion found
+	// by a sweep reports.
+	ref transport.Ref
 }
 
 // remember records a ManifestWork the transport read or wrote, so a status
@@ -58,7 +63,7 @@ func (c *Client) remember(work *workv1.ManifestWork) {
 	}
 	prev := c.seen[work.UID]
 	c.seen[work.UID] = watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID],
-		readiness: prev.readiness}
+		readiness: prev.readiness, ref: transport.Ref{APIVersion: APIVersion, Kind: Kind, Namespace: work.Namespace, Name: work.Name}}
 }
 
 // watchLoop keeps one status stream open while the client lives. The
@@ -91,8 +96,58 @@ func (c *Client) watchLoop() {
 			}
 			continue
 		}
+		if last != nil {
+			// A reconnect: what was deleted while no stream was open is
+			// not in the relist the new stream starts with.
+			go c.sweep(conn.ctx)
+		}
 		last = conn
 		c.consume(conn.ctx.Done(), conn.stream)
+	}
+}
+
+// sweep reports as deleted each ManifestWork seen before a reconnect that
+// Maestro no longer holds. An agent's confirmation of a deletion reaches
+// only the streams open at that moment, and a new stream lists only what
+// exists, so without this a work deleted while the stream was down (by an
+// adapter whose call was under way, or by hand) would be noticed only at
+// the owner's next round.
+func (c *Client) sweep(ctx context.Context) {
+	c.watchMu.Lock()
+	before := maps.Clone(c.seen)
+	c.watchMu.Unlock()
+	if len(before) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*c.cfg.Timeout)
+	defer cancel()
+	list, _, err := grpcsource.PageList(ctx, ocmLogger{c.log}, c.api, fmt.Sprintf("source='%s'", c.cfg.SourceID), metav1.ListOptions{})
+	if err != nil {
+		c.log.Debug().Err(err).Msg("cannot list ManifestWorks after reconnecting: deletions while away are noticed at the next round")
+		return
+	}
+	held := make(map[types.UID]bool, len(list.Items))
+	for i := range list.Items {
+		held[types.UID(list.Items[i].GetId())] = true
+	}
+	for uid, w := range before {
+		if held[uid] || w.ref.Name == "" {
+			continue
+		}
+		c.watchMu.Lock()
+		notify, still := c.notify[w.adapter], c.seen[uid] == w
+		if still {
+			delete(c.seen, uid)
+			delete(c.cache, uid)
+			c.epoch[uid]++
+		}
+		c.watchMu.Unlock()
+		if !still || notify == nil || w.ownerKind == "" || w.ownerID == "" {
+			continue // seen again since the snapshot, or not routable
+		}
+		c.log.Debug().Str("adapter", w.adapter).Str("manifestwork", w.ref.Namespace+"/"+w.ref.Name).
+			Msg("ManifestWork deleted while the status stream was down")
+		notify(transport.Change{Adapter: w.adapter, OwnerKind: w.ownerKind, OwnerID: w.ownerID, Object: w.ref, What: transport.ChangeDeleted})
 	}
 }
 
@@ -198,7 +253,8 @@ func (c *Client) observe(evt watch.Event) {
 	prev := c.seen[work.UID]
 	route := prev
 	if l := work.Labels; l[transport.LabelAdapter] != "" {
-		route = watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID]}
+		route = watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID],
+			ref: transport.Ref{APIVersion: APIVersion, Kind: Kind, Namespace: work.Namespace, Name: work.Name}}
 	}
 	notify := c.notify[route.adapter]
 	if notify == nil || route.ownerKind == "" || route.ownerID == "" {

@@ -233,3 +233,81 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A deletion the agent confirms while the status stream is down reaches
+// no stream, and the stream opened on reconnecting lists only the works
+// that exist: the client sweeps after a reconnect and reports the works it
+// had seen that are gone.
+func TestWatchReportsDeletionsMissedWhileDisconnected(t *testing.T) {
+	e := realMaestro(t)
+	var logs lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("client log:\n%s", logs.String())
+		}
+	})
+	source := fmt.Sprintf("transport-sweep-%d", time.Now().UnixNano()%1e6)
+	cfg := Config{GRPCAddress: e.m.GRPCAddr, HTTPAddress: e.m.HTTPURL, SourceID: source, Insecure: true}
+	c, err := New(cfg, zerolog.New(&logs).Level(zerolog.DebugLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var seen changes
+	tr := NewWatchingTransport(c, "watcher", seen.notify)
+	ctx := context.Background()
+	name := "sweep-" + source
+	ref := transport.Ref{APIVersion: APIVersion, Kind: Kind, Name: name}
+	mine := configMapWork(name, "1", "one")
+	transport.Stamp(mine, "watcher", "Cluster", "c-"+name)
+	if _, err := tr.Create(ctx, "spoke1", mine); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the first status change", func() (bool, string) {
+		got := seen.of(name)
+		return len(got) > 0, fmt.Sprint(got)
+	})
+
+	// Drop the connection and keep the client from reconnecting (it
+	// reconnects under c.mu) while another client of the same source
+	// deletes the work and the agent confirms it.
+	c.mu.Lock()
+	c.dropLocked()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			c.mu.Unlock()
+		}
+	}
+	t.Cleanup(release)
+	other, err := New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	if err := NewTransport(other).Delete(ctx, "spoke1", ref, "Background"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "Maestro to forget the work", func() (bool, string) {
+		got, err := other.readREST(ctx, workID(source, "spoke1", name))
+		return err == nil && got == nil, fmt.Sprint("still held: ", got != nil, " ", err)
+	})
+	deleted := func() bool {
+		return slices.ContainsFunc(seen.of(name), func(ch transport.Change) bool { return ch.What == transport.ChangeDeleted })
+	}
+	if deleted() {
+		t.Fatal("a deletion was reported while the client had no connection: the test does not test the sweep")
+	}
+
+	release()
+	eventually(t, 30*time.Second, "the deletion reported after reconnecting", func() (bool, string) {
+		return deleted(), fmt.Sprint(seen.of(name))
+	})
+	for _, ch := range seen.of(name) {
+		if ch.What == transport.ChangeDeleted &&
+			(ch.Adapter != "watcher" || ch.OwnerKind != "Cluster" || ch.OwnerID != "c-"+name || ch.Object.Name != name || ch.Object.Namespace != "spoke1") {
+			t.Errorf("deletion routed as %+v", ch)
+		}
+	}
+}
