@@ -17,8 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hyperfleet/hyperfleet/internal/loopback"
-
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -31,6 +29,8 @@ import (
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+
+	"github.com/hyperfleet/hyperfleet/internal/loopback"
 )
 
 // Config of an embedded server.

@@ -22,6 +22,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hyperfleet/hyperfleet/internal/loopback"
 )
 
 // BinDirEnv overrides where the control-plane binaries are found (default:
@@ -146,8 +148,8 @@ func startKube() (*Kube, error) {
 		return nil, err
 	}
 
-	clientPort, _ := freePort()
-	peerPort, _ := freePort()
+	clientPort, _ := loopback.Port()
+	peerPort, _ := loopback.Port()
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	if err := k.start("etcd", etcd, "--data-dir", filepath.Join(dir, "etcd"), "--name", "test",
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
@@ -178,7 +180,7 @@ func startKube() (*Kube, error) {
 	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return fail(err)
 	}
-	port, _ := freePort()
+	port, _ := loopback.Port()
 	if err := k.start("kube-apiserver", apiserver,
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
@@ -223,7 +225,7 @@ current-context: test
 	cfg.QPS, cfg.Burst = 200, 400
 	k.Config = cfg
 
-	kcmPort, _ := freePort()
+	kcmPort, _ := loopback.Port()
 	if err := k.start("kube-controller-manager", kcm,
 		"--kubeconfig", k.Kubeconfig, "--leader-elect=false",
 		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller,"+

@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/hyperfleet/hyperfleet/internal/loopback"
 )
 
 // Maestro is a real Maestro server on loopback (`maestro server` built into
@@ -137,7 +139,7 @@ func startMaestro() (*Maestro, error) {
 	}
 	ports := make([]int, 5)
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = loopback.Port(); err != nil {
 			return fail(err)
 		}
 	}
@@ -290,7 +292,7 @@ func (m *Maestro) Agent(consumer string, kube *Kube) error {
 	if err := InstallAppliedManifestWorkCRD(kube); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := loopback.Port()
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hyperfleet/hyperfleet/internal/loopback"
-
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the admin connection
+
+	"github.com/hyperfleet/hyperfleet/internal/loopback"
 )
 
 // DatabaseURLEnv points tests at an existing PostgreSQL server instead of a
@@ -139,7 +139,7 @@ func newPostgresCluster(durable bool) (*postgresServer, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb in %s: %v\n%s", data, err, out)
 	}
-	port, err := freePort()
+	port, err := loopback.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -305,19 +305,10 @@ func dropRoot(dir string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// freePort returns a loopback port nobody listens on, below the kernel's
-// ephemeral range: a port taken from that range is released before the
-// process it is meant for binds it, and a process binding port 0 meanwhile
-// (an embedded Temporal's own services, a client's local end) may be given
-// the same one. Ports are not handed out twice within a test process.
-// freePort is a loopback port below the ephemeral range, never handed out
-// twice by this process (see package loopback).
-func freePort() (int, error) { return loopback.Port() }
-
 // FreePort is a loopback port nobody listens on at the moment of asking.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	p, err := freePort()
+	p, err := loopback.Port()
 	if err != nil {
 		t.Fatal(err)
 	}

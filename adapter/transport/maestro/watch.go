@@ -61,9 +61,16 @@ func (c *Client) remember(work *workv1.ManifestWork) {
 	if _, ok := c.notify[l[transport.LabelAdapter]]; !ok {
 		return
 	}
-	prev := c.seen[work.UID]
-	c.seen[work.UID] = watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID],
-		readiness: prev.readiness, ref: transport.Ref{APIVersion: APIVersion, Kind: Kind, Namespace: work.Namespace, Name: work.Name}}
+	w := routeOf(work)
+	w.readiness = c.seen[work.UID].readiness
+	c.seen[work.UID] = w
+}
+
+// routeOf is where a labelled ManifestWork's changes go. Pure.
+func routeOf(work *workv1.ManifestWork) watched {
+	l := work.Labels
+	return watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID],
+		ref: transport.Ref{APIVersion: APIVersion, Kind: Kind, Namespace: work.Namespace, Name: work.Name}}
 }
 
 // watchLoop keeps one status stream open while the client lives. The
@@ -252,9 +259,8 @@ func (c *Client) observe(evt watch.Event) {
 	c.cacheEventLocked(evt.Type, update, work)
 	prev := c.seen[work.UID]
 	route := prev
-	if l := work.Labels; l[transport.LabelAdapter] != "" {
-		route = watched{adapter: l[transport.LabelAdapter], ownerKind: l[transport.LabelOwnerKind], ownerID: l[transport.LabelOwnerID],
-			ref: transport.Ref{APIVersion: APIVersion, Kind: Kind, Namespace: work.Namespace, Name: work.Name}}
+	if work.Labels[transport.LabelAdapter] != "" {
+		route = routeOf(work)
 	}
 	notify := c.notify[route.adapter]
 	if notify == nil || route.ownerKind == "" || route.ownerID == "" {
