@@ -37,7 +37,8 @@ type Input struct {
 	Generation int64
 	Deleting   bool
 	// Children is the number of node pools still stored under a Cluster
-	// (soft-deleted ones included: they are not gone yet).
+	// (soft-deleted ones included: they are not gone yet). Only a deleting
+	// resource reads it; callers may leave it 0 otherwise.
 	Children int
 	// Registered names the adapters whose reports decide readiness, in the
 	// order their conditions are listed.

@@ -344,7 +344,11 @@ func (s *Service) Patch(ctx context.Context, ref Ref, req *PatchRequest, actor s
 		}
 		r.UpdatedTime, r.UpdatedBy = now, actor
 		r.Generation++
-		if _, err := s.aggregate(ctx, tx, r, now); err != nil {
+		statuses, err := tx.Statuses(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.aggregate(ctx, tx, r, statuses, now); err != nil {
 			return err
 		}
 		if err := tx.AppendOutbox(ctx, outboxFor(r, store.OutboxUpdated, now)); err != nil {
@@ -544,7 +548,16 @@ func (s *Service) markDeleting(ctx context.Context, tx store.Tx, r *resource.Res
 // settle re-aggregates a locked resource and either stores its conditions
 // or, when deletion is complete, removes it.
 func (s *Service) settle(ctx context.Context, tx store.Tx, r *resource.Resource, now time.Time) error {
-	removable, err := s.aggregate(ctx, tx, r, now)
+	statuses, err := tx.Statuses(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	return s.settleWith(ctx, tx, r, statuses, now)
+}
+
+// settleWith is settle with the resource's statuses already in hand.
+func (s *Service) settleWith(ctx context.Context, tx store.Tx, r *resource.Resource, statuses []resource.AdapterStatus, now time.Time) error {
+	removable, err := s.aggregate(ctx, tx, r, statuses, now)
 	if err != nil {
 		return err
 	}
@@ -702,7 +715,18 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 		if outcome == statusreport.StoreOnly || !s.isRegistered(r.Kind, report.Adapter) {
 			return nil
 		}
-		if err := s.settle(ctx, tx, r, now); err != nil {
+		if existing == nil {
+			// A first report: where it sorts among the others is the
+			// database collation's call, so read them back.
+			err = s.settle(ctx, tx, r, now)
+		} else {
+			// The statuses read under the lock, with this report in place
+			// of the adapter's previous one, are what a second read would
+			// return: one round trip fewer on the API's busiest write.
+			*existing = st
+			err = s.settleWith(ctx, tx, r, statuses, now)
+		}
+		if err != nil {
 			return err
 		}
 		if parent != nil {
@@ -744,15 +768,15 @@ func (s *Service) isRegistered(kind, adapter string) bool {
 	return false
 }
 
-// aggregate recomputes a locked resource's conditions in place and reports
-// whether its deletion is complete.
-func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resource, now time.Time) (bool, error) {
-	statuses, err := tx.Statuses(ctx, r.ID)
-	if err != nil {
-		return false, err
-	}
+// aggregate recomputes a locked resource's conditions from its statuses in
+// place and reports whether its deletion is complete.
+func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resource, statuses []resource.AdapterStatus, now time.Time) (bool, error) {
+	// Children matter only to a deleting resource (it waits for them to
+	// go); counting them on every status report was a round trip for
+	// nothing.
 	children := 0
-	if s.kinds.HasChildren(r.Kind) {
+	if r.DeletedTime != nil && s.kinds.HasChildren(r.Kind) {
+		var err error
 		if children, err = tx.CountChildren(ctx, r.ID); err != nil {
 			return false, err
 		}

@@ -18,14 +18,24 @@ func ExplainList(ctx context.Context, st Store, q ListQuery) (count, page string
 		var n int64
 		return listFilter(tx.WithContext(ctx), q).Count(&n)
 	})
-	pageSQL := s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
-		var rows []resourceRow
-		db, err := pageQuery(tx.WithContext(ctx), q, search.WithTieBreak(q.Order), countsMatches(q))
+	order := search.WithTieBreak(q.Order)
+	var pageSQL string
+	if countsMatches(q) {
+		pageSQL = s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+			var rows []resourceRow
+			db, err := pageQuery(tx.WithContext(ctx), q, order)
+			if err != nil {
+				return tx.Where("1 = 0").Find(&rows)
+			}
+			return db.Find(&rows)
+		})
+	} else {
+		query, args, err := plainPageSQL(q, order)
 		if err != nil {
-			return tx.Where("1 = 0").Find(&rows)
+			return "", "", err
 		}
-		return db.Find(&rows)
-	})
+		pageSQL = s.db.Dialector.Explain(s.stmts.rebind(query), args...)
+	}
 	if count, err = s.explain(ctx, countSQL); err != nil {
 		return "", "", err
 	}

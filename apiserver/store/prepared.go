@@ -1,5 +1,5 @@
-// Prepared statements: the hottest single-row read and the resource update
-// skip gorm and keep their statements prepared. Profiling GET by id on
+// Prepared statements: the hottest single-row read, a plain list's page
+// and the resource update skip gorm and keep their statements prepared. Profiling GET by id on
 // SQLite showed a fifth of the request's CPU in SQLite's parser (the
 // pure-Go driver has no statement cache) and another tenth in gorm's
 // reflection-based scan; an UPDATE of resources also compiles the search
@@ -115,6 +115,13 @@ func (s *statements) prepared(query string) *sql.Stmt {
 	return s.byQuery[query]
 }
 
+// count is the number of statements kept prepared.
+func (s *statements) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byQuery)
+}
+
 func (s *statements) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,6 +161,31 @@ func (s *gormStore) queryRow(ctx context.Context, query string, scan func(rowSca
 	}
 	s.qlog.Trace(ctx, begin, func() (string, int64) { return query, 1 }, err)
 	return err
+}
+
+// maxPrepared bounds the statements kept prepared: a list's statement
+// varies with the order its caller asks for, so they are not a fixed set.
+const maxPrepared = 64
+
+// query runs a read of many rows, prepared unless maxPrepared statements
+// are kept already (then as a one-off). The caller closes the rows.
+func (s *gormStore) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	begin := time.Now()
+	st := s.stmts.prepared(query)
+	var err error
+	if st == nil && s.stmts.count() < maxPrepared {
+		st, err = s.stmts.get(ctx, query)
+	}
+	var rows *sql.Rows
+	switch {
+	case err != nil:
+	case st != nil:
+		rows, err = st.QueryContext(ctx, args...)
+	default:
+		rows, err = s.sqlDB.QueryContext(ctx, s.stmts.rebind(query), args...)
+	}
+	s.qlog.Trace(ctx, begin, func() (string, int64) { return query, -1 }, err)
+	return rows, err
 }
 
 // exec runs a prepared statement inside the transaction, on the
