@@ -106,6 +106,10 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
+	if err := st.Warm(ctx); err != nil {
+		// Only the first requests' latency depends on it.
+		opts.Logger.Warn().Err(err).Msg("database connections not opened ahead of requests")
+	}
 	svc := lifecycle.New(lifecycle.Config{Store: st, Registered: opts.Registered, SpecValidator: specs, Kinds: opts.Kinds, Rules: rules, Logger: opts.Logger})
 	if _, err := svc.SyncRegistration(ctx); err != nil {
 		st.Close()

@@ -37,6 +37,9 @@ type Store interface {
 
 	// Migrate applies pending schema migrations.
 	Migrate(ctx context.Context) error
+	// Warm opens the pool's idle connections before the API serves, so
+	// the first requests after a start do not each wait for one.
+	Warm(ctx context.Context) error
 
 	// GetResource reads a resource of a kind, or of any kind when kind is "".
 	GetResource(ctx context.Context, kind, id string) (*resource.Resource, error)

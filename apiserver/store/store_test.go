@@ -537,3 +537,45 @@ func TestSQLiteReopensConnectionsAfterMigrating(t *testing.T) {
 		t.Errorf("a start with nothing to migrate closed %d connections", got-closed)
 	}
 }
+
+// After Warm a PostgreSQL pool holds its idle connections, each with a
+// backend of its own, before the first request; SQLite's stay lazy.
+func TestWarmOpensIdleConnections(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []store.Config{
+		{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t), MaxOpenConns: 6},
+		{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db"), MaxOpenConns: 6},
+	} {
+		t.Run(cfg.Driver, func(t *testing.T) {
+			cfg.Logger = zerolog.Nop()
+			s, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := s.SQLDB().Stats().OpenConnections
+			if err := s.Warm(ctx); err != nil {
+				t.Fatalf("warm: %v", err)
+			}
+			st := s.SQLDB().Stats()
+			want := before
+			if cfg.Driver == store.BackendPostgres {
+				want = 6
+				var backends int
+				if err := s.SQLDB().QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&backends); err != nil {
+					t.Fatal(err)
+				}
+				// The counting connection is one of the pool's six.
+				if backends != 5 {
+					t.Errorf("%d other backends on the database after Warm, want 5", backends)
+				}
+			}
+			if st.OpenConnections != want || st.Idle != want {
+				t.Errorf("after Warm: %d open, %d idle; want %d of each (before: %d open)", st.OpenConnections, st.Idle, want, before)
+			}
+		})
+	}
+}
