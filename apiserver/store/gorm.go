@@ -144,8 +144,11 @@ func (s *gormStore) Warm(ctx context.Context) error {
 	if s.backend != BackendPostgres {
 		return nil
 	}
-	conns := make([]*sql.Conn, s.maxIdle)
-	errs := make([]error, s.maxIdle)
+	// Every connection is held until all are open: more than the pool
+	// may open would wait for each other forever.
+	n := min(s.maxIdle, s.sqlDB.Stats().MaxOpenConnections)
+	conns := make([]*sql.Conn, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range conns {
 		wg.Add(1)
@@ -167,7 +170,7 @@ func (s *gormStore) Warm(ctx context.Context) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store: warm %d connections: %w", s.maxIdle, err)
+		return fmt.Errorf("store: warm %d connections: %w", n, err)
 	}
 	return nil
 }

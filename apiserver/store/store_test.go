@@ -579,3 +579,26 @@ func TestWarmOpensIdleConnections(t *testing.T) {
 		})
 	}
 }
+
+// More idle connections configured than the pool may open: Warm opens
+// what it may and returns, rather than holding them while it waits for
+// the rest.
+func TestWarmWithIdleAboveOpen(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := store.Open(ctx, store.Config{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t),
+		MaxOpenConns: 2, MaxIdleConns: 5, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Warm(ctx); err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	if st := s.SQLDB().Stats(); st.OpenConnections != 2 || st.Idle != 2 {
+		t.Errorf("after Warm: %d open, %d idle; want 2 of each", st.OpenConnections, st.Idle)
+	}
+}
