@@ -1,9 +1,10 @@
 // Prepared statements: the hottest single-row read, a plain list's page
-// and the resource update skip gorm and keep their statements prepared. Profiling GET by id on
-// SQLite showed a fifth of the request's CPU in SQLite's parser (the
-// pure-Go driver has no statement cache) and another tenth in gorm's
-// reflection-based scan; an UPDATE of resources also compiles the search
-// index triggers (schema version 3) each time it is prepared.
+// and the resource update skip gorm and keep their statements prepared.
+// Profiling GET by id on SQLite showed a fifth of the request's CPU in
+// SQLite's parser (the pure-Go driver has no statement cache) and another
+// tenth in gorm's reflection-based scan; an UPDATE of resources also
+// compiles the search index triggers (schema version 3) each time it is
+// prepared.
 
 package store
 

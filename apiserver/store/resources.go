@@ -134,14 +134,13 @@ func (s *gormStore) pageRows(ctx context.Context, q ListQuery, order []search.Or
 
 // plainPageSQL is the page statement of a list with neither a search nor a
 // parent, with its arguments: like pageQuery's, one row more than the
-// page, but with the total from resource_counts instead of a window. Its text depends only on the shape of
-// the request (whether a kind is given, the order, which position values
-// are NULL), never on a value, so it can be kept prepared.
+// page, but with the total from resource_counts instead of a window. Its
+// text depends only on the shape of the request (whether a kind is given,
+// the order, which position values are NULL), never on a value, so it can
+// be kept prepared.
 func plainPageSQL(q ListQuery, order []search.OrderTerm) (string, []any, error) {
-	var b strings.Builder
-	var args []any
-	b.WriteString("SELECT " + resourceColumns + " FROM resources")
 	var conds []string
+	var args []any
 	if q.Kind != "" {
 		conds = append(conds, "resources.kind = ?")
 		args = append(args, q.Kind)
@@ -154,11 +153,12 @@ func plainPageSQL(q ListQuery, order []search.OrderTerm) (string, []any, error) 
 		conds = append(conds, "("+w.SQL+")")
 		args = append(args, w.Args...)
 	}
+	query := "SELECT " + resourceColumns + " FROM resources"
 	if len(conds) > 0 {
-		b.WriteString(" WHERE " + strings.Join(conds, " AND "))
+		query += " WHERE " + strings.Join(conds, " AND ")
 	}
-	b.WriteString(" ORDER BY " + search.OrderBy("resources", order) + " LIMIT ? OFFSET ?")
-	return b.String(), append(args, q.Limit+1, q.Offset), nil
+	query += " ORDER BY " + search.OrderBy("resources", order) + " LIMIT ? OFFSET ?"
+	return query, append(args, q.Limit+1, q.Offset), nil
 }
 
 // countMatches is a list's total. A whole kind's (or the whole table's)
