@@ -15,6 +15,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
@@ -137,6 +138,15 @@ func TestOneCreateIsOneTrace(t *testing.T) {
 		code, _ := d.cluster(c.ID)
 		return code == http.StatusNotFound, fmt.Sprintf("GET answered %d", code)
 	}, nil)
+	// The API answers 404 as soon as the last report removes the cluster;
+	// the workflow finishes (and ends its span) a moment later. Stopping
+	// the process in between lost that span.
+	tc, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", ports[1]), Namespace: "default", Logger: quietSDK{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	(&system{t: t, tc: tc}).waitClosed(hf.KindCluster, c.ID)
 	d.interrupt()
 
 	all := receiver.snapshot()
