@@ -292,6 +292,9 @@ func (r *Relay) fingerprint() (string, error) {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
+	// ProtocolEventDriven, not ProtocolCurrent: protocol 3 changes nothing
+	// a running workflow must be told (its runs move to it on their next
+	// continue-as-new), so releasing it sends no signal to the fleet.
 	doc := struct {
 		Protocol   int
 		Kinds      []string
@@ -521,7 +524,7 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 	}
 	opts := r.cfg.Options
 	sig := reconcile.Signal{Generation: d.Generation, Reason: d.Reason, Adapters: adapters, Options: &opts}
-	in := reconcile.Input{Ref: d.Ref, Generation: d.Generation, Adapters: adapters, Options: opts, Protocol: reconcile.ProtocolEventDriven}
+	in := reconcile.Input{Ref: d.Ref, Generation: d.Generation, Adapters: adapters, Options: opts, Protocol: reconcile.ProtocolCurrent}
 	start := client.StartWorkflowOptions{
 		ID:        reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
 		TaskQueue: reconcile.TaskQueue,

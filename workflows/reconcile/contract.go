@@ -65,6 +65,20 @@ const (
 	// rounds woken by changes to the objects adapters manage, and jittered
 	// self-healing rounds.
 	ProtocolEventDriven = 2
+	// ProtocolStartAttributes: protocol 2, with the search attributes
+	// written only from the read-back, and only when they changed: they
+	// say what the API said at the last reading (the generation, and
+	// whether it was reconciled). The values a run was started (or
+	// continued) with count as written. Protocol 2 also wrote them when a
+	// round started, which repeated the start's values on a create and,
+	// on a generation bump, briefly claimed the new generation reconciled.
+	// Each write is a history event, a billable action and a visibility
+	// update. Upgrade workers before the API that starts workflows with it:
+	// a worker that does not know it would run protocol 2.
+	ProtocolStartAttributes = 3
+	// ProtocolCurrent is the protocol the API starts workflows with, and
+	// the one continue-as-new moves every run to.
+	ProtocolCurrent = ProtocolStartAttributes
 )
 
 // Error types an activity returns for failures retrying cannot fix.

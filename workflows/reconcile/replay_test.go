@@ -19,8 +19,9 @@ import (
 // first release (before retry rounds skipped settled adapters and Prepare
 // could stand in for Apply), v2-* from the last release of protocol 1 (three
 // activities per adapter, a read-back activity, one backoff for every
-// round); the unprefixed ones from protocol 2 (one activity per adapter,
-// progress rounds, wake-ups).
+// round); v3-* from protocol 2 (one activity per adapter, progress rounds,
+// wake-ups), and the unprefixed ones from protocol 3 (search attributes
+// written from the read-back only).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.json.gz"))
 	if err != nil {

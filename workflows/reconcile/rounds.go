@@ -10,8 +10,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// This file is protocol 2 (ProtocolEventDriven): a round runs only when
-// something changed, and runs only the adapters that change concerns.
+// This file is protocols 2 and 3 (ProtocolEventDriven and
+// ProtocolStartAttributes, which differ only in when search attributes are
+// written): a round runs only when something changed, and runs only the
+// adapters that change concerns.
 //
 //   - A new generation runs every adapter.
 //   - A round after which more adapters are done than before (progress: one
@@ -26,7 +28,7 @@ import (
 //   - Signals that carry no change (a resync; a node pool removed while its
 //     cluster is not being deleted) run no round.
 
-// run is protocol 2's loop.
+// run is the loop of protocols 2 and 3.
 func (r *reconciler) run(ctx workflow.Context) error {
 	for {
 		if r.roundsRun >= r.opts.RoundsPerRun || (r.roundsRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
@@ -63,7 +65,9 @@ func (r *reconciler) round2(ctx workflow.Context) (gone bool, err error) {
 	r.round++
 	r.roundsRun++
 	r.phase, r.nextRound = PhaseRunning, time.Time{}
-	r.upsertAttributes(ctx)
+	if r.protocol < ProtocolStartAttributes {
+		r.upsertAttributes(ctx)
+	}
 	r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
 	started := workflow.Now(ctx)
 	r.runAdapters(ctx, adapters)
@@ -207,7 +211,7 @@ func jittered(d time.Duration, j float64, id string, round int64) time.Duration 
 	return d + time.Duration((2*frac-1)*j*float64(d))
 }
 
-// applyChange folds a signal into protocol 2's state.
+// applyChange folds a signal into the state of protocols 2 and 3.
 func (r *reconciler) applyChange(s Signal) {
 	if s.Generation > r.latest {
 		r.latest, r.all = s.Generation, true

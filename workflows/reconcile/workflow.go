@@ -108,6 +108,9 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 			}
 		}
 	}
+	if r.protocol >= ProtocolStartAttributes {
+		r.attrs = startAttributes(ctx, r.ref)
+	}
 	r.signals = workflow.GetSignalChannel(ctx, SignalName)
 	r.log = log.With(workflow.GetLogger(ctx), "kind", r.ref.Kind, "resource_id", r.ref.ID)
 	return workflow.SetQueryHandler(ctx, QueryName, r.view)
@@ -195,6 +198,20 @@ var readRetry = &temporal.RetryPolicy{
 	NonRetryableErrorTypes: []string{ErrConfig},
 }
 
+// startAttributes are the search attribute values the run started with,
+// nil unless they name this resource and carry both values.
+func startAttributes(ctx workflow.Context, ref Ref) *attrValues {
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	kind, okKind := sa.GetKeyword(AttrKind)
+	id, okID := sa.GetKeyword(AttrResourceID)
+	gen, okGen := sa.GetInt64(AttrGeneration)
+	rec, okRec := sa.GetBool(AttrReconciled)
+	if !okKind || !okID || !okGen || !okRec || kind != ref.Kind || id != ref.ID {
+		return nil
+	}
+	return &attrValues{generation: gen, reconciled: rec}
+}
+
 func (r *reconciler) upsertAttributes(ctx workflow.Context) {
 	now := attrValues{generation: r.latest, reconciled: r.reconciled}
 	if r.attrs != nil && *r.attrs == now {
@@ -213,7 +230,7 @@ func (r *reconciler) upsertAttributes(ctx workflow.Context) {
 // continueAsNew starts a fresh run with the same state, so a resource that
 // lives for months keeps a bounded history. Pending signals are folded in
 // first: a signal left in the channel would be lost. The new run always
-// follows protocol 2.
+// follows the current protocol.
 func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	r.drainSignals(ctx)
 	carry := &Carry{Round: r.round, Failures: r.failures, Reconciled: r.reconciled,
@@ -233,7 +250,7 @@ func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	}
 	r.log.Info("continuing as new", "generation", r.latest, "round", r.round)
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, Input{
-		Ref: r.ref, Generation: r.latest, Adapters: r.adapters, Options: r.opts, Protocol: ProtocolEventDriven, Carry: carry,
+		Ref: r.ref, Generation: r.latest, Adapters: r.adapters, Options: r.opts, Protocol: ProtocolCurrent, Carry: carry,
 	})
 }
 

@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// harness runs the workflow (protocol 2) in the SDK's test environment with
-// mocked activities and records what it did. Protocol 1 is covered by
+// harness runs the workflow (protocols 2 and 3) in the SDK's test
+// environment with mocked activities and records what it did. Protocol 1 is covered by
 // replaying the histories it recorded (replay_test.go).
 type harness struct {
 	t   *testing.T
@@ -99,12 +99,12 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// exec runs the workflow to its end with protocol 2 and no jitter unless
-// the input says otherwise.
+// exec runs the workflow to its end with the current protocol and no
+// jitter unless the input says otherwise.
 func (h *harness) exec(in Input) {
 	h.t.Helper()
 	if in.Protocol == 0 {
-		in.Protocol = ProtocolEventDriven
+		in.Protocol = ProtocolCurrent
 	}
 	if in.Options.StabilityJitter == 0 {
 		in.Options.StabilityJitter = -1
@@ -528,7 +528,7 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.Ref != cluster || next.Generation != 2 || next.Protocol != ProtocolEventDriven || next.Carry == nil || next.Carry.Round != 2 {
+	if next.Ref != cluster || next.Generation != 2 || next.Protocol != ProtocolCurrent || next.Carry == nil || next.Carry.Round != 2 {
 		t.Errorf("continued with %+v carry %+v, want the generation-2 signal and 2 rounds carried", next, next.Carry)
 	}
 	if !next.Carry.All || fmt.Sprint(next.Carry.Settled) != "[validation]" || next.Carry.SettledAt != 1 {
@@ -581,7 +581,7 @@ func TestProtocol1WorkflowMovesToProtocol2(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.Protocol != ProtocolEventDriven || next.Generation != 3 || next.Carry.Round != 40 || !next.Carry.Wake {
+	if next.Protocol != ProtocolCurrent || next.Generation != 3 || next.Carry.Round != 40 || !next.Carry.Wake {
 		t.Errorf("continued with %+v carry %+v", next, next.Carry)
 	}
 	if len(h.calls) != 0 {
@@ -705,5 +705,56 @@ func TestIDsAndEvent(t *testing.T) {
 	want := `{"id":"np1","kind":"NodePool","href":"/api/hyperfleet/v1/clusters/c1/nodepools/np1","generation":3,"owner_references":{"kind":"Cluster","id":"c1","href":"/api/hyperfleet/v1/clusters/c1"}}`
 	if string(b) != want {
 		t.Errorf("event = %s\nwant   %s", b, want)
+	}
+}
+
+// Search attributes: protocol 3 writes them from the read-back only, when
+// they changed, and takes the start's values as written; protocol 2 also
+// wrote them at every round's start.
+func TestSearchAttributeWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		protocol int
+		start    bool // started with the relay's search attributes
+		want     []string
+	}{
+		{"protocol 3, started with attributes", ProtocolStartAttributes, true,
+			[]string{"gen=1 reconciled=true", "gen=2 reconciled=false", "gen=2 reconciled=true"}},
+		{"protocol 3, started without", ProtocolStartAttributes, false,
+			[]string{"gen=1 reconciled=false", "gen=1 reconciled=true", "gen=2 reconciled=false", "gen=2 reconciled=true"}},
+		{"protocol 2", ProtocolEventDriven, true,
+			[]string{"gen=1 reconciled=false", "gen=1 reconciled=true", "gen=2 reconciled=true", "gen=2 reconciled=false", "gen=2 reconciled=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			// Create: one round pending, then Reconciled; a spec change at
+			// generation 2 takes two rounds; then the resource is removed.
+			h.states = []ResourceState{pendingAt(1, "validation"), reconciledAt(1), pendingAt(2), reconciledAt(2), gone}
+			h.run = func(string, int64) (Summary, error) { return Summary{ExecutionStatus: "success"}, nil }
+			if tc.start {
+				err := h.env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+					AttrKind.ValueSet(cluster.Kind), AttrResourceID.ValueSet(cluster.ID),
+					AttrGeneration.ValueSet(1), AttrReconciled.ValueSet(false)))
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var writes []string
+			h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+				sa := args.Get(0).(temporal.SearchAttributes)
+				gen, _ := sa.GetInt64(AttrGeneration)
+				rec, _ := sa.GetBool(AttrReconciled)
+				writes = append(writes, fmt.Sprintf("gen=%d reconciled=%t", gen, rec))
+			}).Return()
+			h.signalAt(time.Hour, Signal{Generation: 2})
+			h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Protocol: tc.protocol,
+				Options: Options{StabilityWindow: 2 * time.Hour}})
+			if err := h.env.GetWorkflowError(); err != nil {
+				t.Fatalf("workflow failed: %v", err)
+			}
+			if !slices.Equal(writes, tc.want) {
+				t.Errorf("search attribute writes =\n  %q\nwant\n  %q", writes, tc.want)
+			}
+		})
 	}
 }
