@@ -96,7 +96,10 @@ func (b *bench) restart(ctx context.Context) error {
 			return err
 		}
 		ready := waitReady(ctx, s.URL)
-		line := log.wait("every live resource's workflow knows", "registration and options unchanged", 2*time.Minute)
+		// A registration change signals every workflow at the relay's
+		// default 200 a second; allow twice that.
+		line := log.wait("every live resource's workflow knows", "registration and options unchanged",
+			2*time.Minute+time.Duration(len(ids))*10*time.Millisecond)
 		done := time.Since(since)
 		started := "0"
 		if v, ok := line["started"]; ok {

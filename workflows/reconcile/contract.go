@@ -74,10 +74,10 @@ const (
 	// on a generation bump, briefly claimed the new generation reconciled.
 	// Each write is a history event, a billable action and a visibility
 	// update. Upgrade workers before the API that starts workflows with it:
-	// a worker that does not know it would run protocol 2.
+	// a worker that does not know it would run protocol 2. Runs of protocol
+	// 2 keep it across continue-as-new.
 	ProtocolStartAttributes = 3
-	// ProtocolCurrent is the protocol the API starts workflows with, and
-	// the one continue-as-new moves every run to.
+	// ProtocolCurrent is the protocol the API starts workflows with.
 	ProtocolCurrent = ProtocolStartAttributes
 )
 

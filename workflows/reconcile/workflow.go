@@ -229,8 +229,10 @@ func (r *reconciler) upsertAttributes(ctx workflow.Context) {
 
 // continueAsNew starts a fresh run with the same state, so a resource that
 // lives for months keeps a bounded history. Pending signals are folded in
-// first: a signal left in the channel would be lost. The new run always
-// follows the current protocol.
+// first: a signal left in the channel would be lost. The new run keeps the
+// run's protocol (protocol 1 moves to protocol 2): during a rolling upgrade
+// its next task may reach a worker that does not know a newer one, and only
+// the API, upgraded after the workers, starts runs with the newest.
 func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	r.drainSignals(ctx)
 	carry := &Carry{Round: r.round, Failures: r.failures, Reconciled: r.reconciled,
@@ -250,7 +252,7 @@ func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	}
 	r.log.Info("continuing as new", "generation", r.latest, "round", r.round)
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, Input{
-		Ref: r.ref, Generation: r.latest, Adapters: r.adapters, Options: r.opts, Protocol: ProtocolCurrent, Carry: carry,
+		Ref: r.ref, Generation: r.latest, Adapters: r.adapters, Options: r.opts, Protocol: max(r.protocol, ProtocolEventDriven), Carry: carry,
 	})
 }
 

@@ -542,6 +542,27 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	}
 }
 
+// A run continues with its own protocol: only the API, upgraded after the
+// workers, starts runs with a newer one.
+func TestContinueAsNewKeepsTheProtocol(t *testing.T) {
+	for _, protocol := range []int{ProtocolEventDriven, ProtocolStartAttributes} {
+		h := newHarness(t)
+		h.states = []ResourceState{pendingAt(1)}
+		h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Protocol: protocol, Options: Options{RoundsPerRun: 1}})
+		var can *workflow.ContinueAsNewError
+		if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+			t.Fatalf("protocol %d: workflow ended with %v, want continue-as-new", protocol, err)
+		}
+		var next Input
+		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+			t.Fatal(err)
+		}
+		if next.Protocol != protocol {
+			t.Errorf("protocol %d continued as protocol %d", protocol, next.Protocol)
+		}
+	}
+}
+
 func TestContinuedRunResumesWhereItWas(t *testing.T) {
 	t.Run("a pending round of one adapter", func(t *testing.T) {
 		h := newHarness(t)
@@ -581,7 +602,7 @@ func TestProtocol1WorkflowMovesToProtocol2(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.Protocol != ProtocolCurrent || next.Generation != 3 || next.Carry.Round != 40 || !next.Carry.Wake {
+	if next.Protocol != ProtocolEventDriven || next.Generation != 3 || next.Carry.Round != 40 || !next.Carry.Wake {
 		t.Errorf("continued with %+v carry %+v", next, next.Carry)
 	}
 	if len(h.calls) != 0 {
