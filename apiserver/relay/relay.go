@@ -293,8 +293,8 @@ func (r *Relay) fingerprint() (string, error) {
 	}
 	slices.Sort(kinds)
 	// ProtocolEventDriven, not ProtocolCurrent: protocol 3 changes nothing
-	// a running workflow must be told (its runs move to it on their next
-	// continue-as-new), so releasing it sends no signal to the fleet.
+	// a running workflow must be told (running workflows keep the protocol
+	// they started with), so releasing it sends no signal to the fleet.
 	doc := struct {
 		Protocol   int
 		Kinds      []string
