@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hyperfleet/hyperfleet/resource"
 )
@@ -194,8 +195,13 @@ func TestPageTokensUnderConcurrentInsertsAndDeletes(t *testing.T) {
 			}
 		}()
 
-		for _, query := range []string{"size=7", "size=7&orderBy=name&order=asc", "size=5&order=" + urlQuery("name desc")} {
-			for walk := range 3 {
+		// Three walks in each order, and more while the writers have not
+		// yet done as many writes as there are doomed rows: a fast walk must
+		// not end the race before it began.
+		queries := []string{"size=7", "size=7&orderBy=name&order=asc", "size=5&order=" + urlQuery("name desc")}
+		deadline := time.Now().Add(time.Minute)
+		for walk := 0; walk < 3 || (writes.Load() < int64(len(doomed)) && time.Now().Before(deadline)); walk++ {
+			for _, query := range queries {
 				seen := map[string]int{}
 				for _, n := range names(e.walk(base + "/clusters?" + query)) {
 					seen[n]++
