@@ -29,7 +29,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
@@ -526,11 +525,9 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 	sig := reconcile.Signal{Generation: d.Generation, Reason: d.Reason, Adapters: adapters, Options: &opts}
 	in := reconcile.Input{Ref: d.Ref, Generation: d.Generation, Adapters: adapters, Options: opts, Protocol: reconcile.ProtocolCurrent}
 	start := client.StartWorkflowOptions{
-		ID:        reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
-		TaskQueue: reconcile.TaskQueue,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			reconcile.AttrKind.ValueSet(d.Ref.Kind), reconcile.AttrResourceID.ValueSet(d.Ref.ID),
-			reconcile.AttrGeneration.ValueSet(d.Generation), reconcile.AttrReconciled.ValueSet(false)),
+		ID:                    reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
+		TaskQueue:             reconcile.TaskQueue,
+		TypedSearchAttributes: reconcile.StartAttributes(d.Ref, d.Generation),
 	}
 	if _, err := r.cfg.Temporal.SignalWithStartWorkflow(ctx, start.ID, reconcile.SignalName, sig, start, reconcile.WorkflowName, in); err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", start.ID, err)

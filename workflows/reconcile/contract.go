@@ -105,6 +105,14 @@ var (
 	AttrReconciled = temporal.NewSearchAttributeKeyBool("HyperFleetReconciled")
 )
 
+// StartAttributes are the search attributes a resource's workflow is
+// started with. Protocol 3 takes them as written, so the relay and the
+// workflow must agree on them: both use this.
+func StartAttributes(ref Ref, generation int64) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(AttrKind.ValueSet(ref.Kind), AttrResourceID.ValueSet(ref.ID),
+		AttrGeneration.ValueSet(generation), AttrReconciled.ValueSet(false))
+}
+
 // SearchAttributes lists the custom search attributes to register on the
 // namespace.
 func SearchAttributes() map[string]enumspb.IndexedValueType {

@@ -753,10 +753,7 @@ func TestSearchAttributeWrites(t *testing.T) {
 			h.states = []ResourceState{pendingAt(1, "validation"), reconciledAt(1), pendingAt(2), reconciledAt(2), gone}
 			h.run = func(string, int64) (Summary, error) { return Summary{ExecutionStatus: "success"}, nil }
 			if tc.start {
-				err := h.env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
-					AttrKind.ValueSet(cluster.Kind), AttrResourceID.ValueSet(cluster.ID),
-					AttrGeneration.ValueSet(1), AttrReconciled.ValueSet(false)))
-				if err != nil {
+				if err := h.env.SetTypedSearchAttributesOnStart(StartAttributes(cluster, 1)); err != nil {
 					t.Fatal(err)
 				}
 			}
