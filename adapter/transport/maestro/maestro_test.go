@@ -380,7 +380,19 @@ func TestConformance(t *testing.T) {
 	e := realMaestro(t)
 	transporttest.Run(t, transporttest.Suite{Transport: newClient(t, e.m, "transport-conformance"), Target: "spoke1", Within: 60 * time.Second,
 		Object: func(name string, labels map[string]string, generation string) transport.Object {
-			w := work(name, generation, generation)
+			// A config map in a namespace that stays: deleting a work that
+			// placed a namespace waits for the test cluster's namespace
+			// controller (40 s and more), which is not the transport's
+			// behaviour. TestManifestWorkLifecycleThroughRealMaestro places one.
+			w := transport.Object{
+				"apiVersion": APIVersion, "kind": Kind,
+				"metadata": map[string]any{"name": name, "annotations": map[string]any{"hyperfleet.io/generation": generation}},
+				"spec": map[string]any{"workload": map[string]any{"manifests": []any{
+					map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+						"metadata": map[string]any{"name": name, "namespace": "default"},
+						"data":     map[string]any{"value": generation}},
+				}}},
+			}
 			meta := w["metadata"].(map[string]any)
 			l := map[string]any{}
 			for k, v := range labels {
