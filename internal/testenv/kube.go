@@ -224,6 +224,14 @@ current-context: test
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	k.Config = cfg
+	// Before the controller manager starts: its garbage collector reads
+	// discovery at start and then only every 30 s, and an object whose
+	// owner's kind it does not know yet is retried with a doubling backoff.
+	// Installed later, a Maestro agent's objects (owned by their
+	// AppliedManifestWork) outlived their work by 20-80 s.
+	if err := InstallAppliedManifestWorkCRD(k); err != nil {
+		return fail(err)
+	}
 
 	kcmPort, _ := loopback.Port()
 	if err := k.start("kube-controller-manager", kcm,

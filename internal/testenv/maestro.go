@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hyperfleet/hyperfleet/internal/loopback"
@@ -421,10 +422,15 @@ func InstallAppliedManifestWorkCRD(kube *Kube) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("install the AppliedManifestWork CRD: %w", err)
 	}
-	// Wait until the API server serves the kind.
+	// Wait until the API server serves the kind and discovery lists it
+	// (what a controller manager started next reads).
+	disco, err := discovery.NewDiscoveryClientForConfig(kube.Config)
+	if err != nil {
+		return err
+	}
 	gvr := schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
 	for {
-		_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		err := appliedManifestWorksServed(ctx, dyn, disco, gvr)
 		if err == nil {
 			return nil
 		}
@@ -433,4 +439,20 @@ func InstallAppliedManifestWorkCRD(kube *Kube) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func appliedManifestWorksServed(ctx context.Context, dyn dynamic.Interface, disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) error {
+	if _, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return err
+	}
+	list, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return nil
+		}
+	}
+	return fmt.Errorf("discovery of %s does not list %s yet", gvr.GroupVersion(), gvr.Resource)
 }
