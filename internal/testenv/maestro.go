@@ -41,6 +41,9 @@ type Maestro struct {
 	GRPCAddr string
 	// BrokerAddr is where agents connect.
 	BrokerAddr string
+	// DatabaseURL is the server's own PostgreSQL database (tests read its
+	// event log).
+	DatabaseURL string
 
 	bin, dir string
 	args     []string
@@ -114,7 +117,7 @@ func startMaestro() (*Maestro, error) {
 		drop()
 		return nil, err
 	}
-	m := &Maestro{bin: path, dir: dir, dropDB: drop}
+	m := &Maestro{bin: path, dir: dir, dropDB: drop, DatabaseURL: dbURL}
 	fail := func(err error) (*Maestro, error) {
 		m.shutdown()
 		return nil, err

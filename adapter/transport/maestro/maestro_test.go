@@ -2,6 +2,7 @@ package maestro
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -244,6 +245,52 @@ func TestManifestWorkLifecycleThroughRealMaestro(t *testing.T) {
 	})
 	if err := tr.Delete(ctx, "spoke1", ref, "Background"); err != nil {
 		t.Errorf("deleting an absent ManifestWork: %v", err)
+	}
+}
+
+// A work the agent never confirms deleted stays deleting; each later
+// Delete must reach Maestro again (a new delete event for the agent). An
+// agent can lose a delete that lands while it patches the work's status (an
+// OCM SDK race that later Maestro releases heal by republishing), and the
+// engine's Delete on its next run is what heals it here. Consumer
+// "no-agent" has no agent, so nothing confirms the first delete.
+func TestDeleteOfADeletingWorkIsPublishedAgain(t *testing.T) {
+	e := realMaestro(t)
+	e.m.RegisterConsumer(t, "no-agent")
+	tr := newClient(t, e.m, "transport-redelete")
+	ctx := context.Background()
+	name := fmt.Sprintf("tr-redelete-%d", time.Now().UnixNano()%1e6)
+	ref := transport.Ref{APIVersion: APIVersion, Kind: Kind, Name: name}
+	id := string(workID("transport-redelete", "no-agent", name))
+	db, err := sql.Open("pgx", e.m.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deleteEvents := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM events WHERE source_id = $1 AND event_type = 'Delete'", id).Scan(&n); err != nil {
+			t.Fatalf("read Maestro's event log: %v", err)
+		}
+		return n
+	}
+
+	if _, err := tr.Create(ctx, "no-agent", work(name, "1", "one")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := tr.Delete(ctx, "no-agent", ref, "Background"); err != nil {
+			t.Fatalf("delete %d: %v", i, err)
+		}
+		eventually(t, 30*time.Second, fmt.Sprintf("delete %d recorded", i), func() (bool, string) {
+			live, err := tr.Get(ctx, "no-agent", ref)
+			if err != nil || live == nil {
+				return false, fmt.Sprint("the work should still be there, deleting: ", live, err)
+			}
+			meta, _ := live["metadata"].(map[string]any)
+			n := deleteEvents()
+			return meta["deletionTimestamp"] != nil && n == i, fmt.Sprintf("deletionTimestamp %v, %d delete events", meta["deletionTimestamp"], n)
+		})
 	}
 }
 
