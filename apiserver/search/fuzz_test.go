@@ -21,20 +21,35 @@ func FuzzTranslate(f *testing.F) {
 		"name = 'x'' OR ''1''=''1'",
 		"len(name) > 3",
 		"name ~= '^a.*'",
+		"labels.shard = '3' and status.conditions.Ready = true and spec.nodes = 3",
+		"spec['node-pool'].enabled = false and (labels.a = 'b' and status.conditions.Available = 'False')",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
 		for _, d := range []Dialect{Postgres, SQLite} {
-			w, err := Translate(query, d, Options{Table: "resources", OwnerReferences: true})
-			if err != nil {
-				if _, ok := err.(*Error); !ok {
-					t.Fatalf("error of type %T: %v", err, err)
+			for _, indexed := range []bool{false, true} {
+				w, err := Translate(query, d, Options{Table: "resources", OwnerReferences: true, Indexed: indexed})
+				if err != nil {
+					if _, ok := err.(*Error); !ok {
+						t.Fatalf("error of type %T: %v", err, err)
+					}
+					continue
 				}
-				continue
-			}
-			if n := strings.Count(w.SQL, "?"); n != len(w.Args) {
-				t.Fatalf("%q: %d placeholders, %d args: %s", query, n, len(w.Args), w.SQL)
+				if n := strings.Count(w.SQL, "?"); n != len(w.Args) {
+					t.Fatalf("%q: %d placeholders, %d args: %s", query, n, len(w.Args), w.SQL)
+				}
+				if w.Plan == nil {
+					continue
+				}
+				if !indexed || d != SQLite || len(w.Plan.Terms) == 0 {
+					t.Fatalf("%q: a term plan for dialect %d, indexed %v, with %d terms", query, d, indexed, len(w.Plan.Terms))
+				}
+				for _, part := range append(w.Plan.Terms, w.Plan.Residual) {
+					if n := strings.Count(part.SQL, "?"); n != len(part.Args) {
+						t.Fatalf("%q: plan part %s: %d placeholders, %d args", query, part.SQL, n, len(part.Args))
+					}
+				}
 			}
 		}
 		_, _ = ParseOrder(query, query)

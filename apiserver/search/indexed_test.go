@@ -17,10 +17,11 @@ func TestTranslateIndexed(t *testing.T) {
 		{SQLite, "labels.env = 'prod'",
 			"(resources.id IN (SELECT resource_id FROM resource_terms WHERE term = ?) AND json_extract(resources.labels, ?) = ?)",
 			[]any{"l:env=prod", `$."env"`, "prod"}},
-		// No condition terms on SQLite: a condition narrows what other
-		// terms selected.
 		{SQLite, "status.conditions.Ready = true",
-			"EXISTS (SELECT 1 FROM json_each(resources.conditions) AS c WHERE json_extract(c.value, '$.type') = ? AND json_extract(c.value, '$.status') = ?)",
+			"(resources.id IN (SELECT resource_id FROM resource_terms WHERE term = ?) AND EXISTS (SELECT 1 FROM json_each(resources.conditions) AS c WHERE json_extract(c.value, '$.type') = ? AND json_extract(c.value, '$.status') = ?))",
+			[]any{"c:Ready=True", "Ready", "True"}},
+		{SQLite, "status.conditions.Ready != 'True'",
+			"(NOT EXISTS (SELECT 1 FROM json_each(resources.conditions) AS c WHERE json_extract(c.value, '$.type') = ? AND json_extract(c.value, '$.status') = ?))",
 			[]any{"Ready", "True"}},
 		{SQLite, "spec['node-pool'].max = 3",
 			"(resources.id IN (SELECT resource_id FROM resource_terms WHERE term = ? || CAST(CAST(? AS REAL) AS TEXT)) AND (CASE WHEN (CASE WHEN json_valid(resources.spec) THEN json_type(resources.spec, ?) END) IN ('integer', 'real') THEN json_extract(resources.spec, ?) END) = ?)",
@@ -66,5 +67,68 @@ func TestSQLiteFullKey(t *testing.T) {
 		if got := SQLiteFullKey(strings.Split(path, ".")); got != want {
 			t.Errorf("SQLiteFullKey(%s) = %s, want %s", path, got, want)
 		}
+	}
+}
+
+// TestPlanTerms: which searches SQLite answers from the term index alone,
+// with which terms (labels and spec values before statuses) and residual.
+func TestPlanTerms(t *testing.T) {
+	indexed := Options{Table: "resources", Indexed: true}
+	tests := []struct {
+		query    string
+		terms    string // each term's SQL and values; "" for no plan
+		residual string
+	}{
+		{query: "labels.env = 'prod'", terms: "? [l:env=prod]"},
+		{query: "status.conditions.Ready = true and labels.env = 'prod'", terms: "? [l:env=prod] | ? [c:Ready=True]"},
+		{query: "status.conditions.Ready = 'False'", terms: "? [c:Ready=False]"},
+		{query: "spec.platform.type = 'gcp' and (spec.enabled = true and labels['cost-center'] = 'eng')",
+			terms: "? [s:$.platform.type=t:gcp] | ? [s:$.enabled=b:true] | ? [l:cost-center=eng]"},
+		{query: "spec.nodes = 3 and labels.shard = '1'", terms: "? || CAST(CAST(? AS REAL) AS TEXT) [s:$.nodes=n: 3] | ? [l:shard=1]",
+			residual: "((CASE WHEN (CASE WHEN json_valid(resources.spec) THEN json_type(resources.spec, ?) END) IN ('integer', 'real') THEN json_extract(resources.spec, ?) END) = ?) [$.\"nodes\" $.\"nodes\" 3]"},
+		// No plan: anything but a conjunction of indexed equalities.
+		{query: "labels.env = 'prod' or labels.env = 'dev'"},
+		{query: "not (labels.env = 'prod')"},
+		{query: "labels.env in ('prod', 'dev')"},
+		{query: "labels.env != 'prod'"},
+		{query: "spec.nodes > 3 and labels.env = 'prod'"},
+		{query: "name = 'x' and labels.env = 'prod'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			w, err := Translate(tc.query, SQLite, indexed)
+			if err != nil {
+				t.Fatalf("Translate: %v", err)
+			}
+			if pg, _ := Translate(tc.query, Postgres, indexed); pg.Plan != nil {
+				t.Errorf("a PostgreSQL translation has a term plan")
+			}
+			if tc.terms == "" {
+				if w.Plan != nil {
+					t.Errorf("plan %+v, want none", w.Plan)
+				}
+				return
+			}
+			if w.Plan == nil {
+				t.Fatalf("no plan, want terms %s", tc.terms)
+			}
+			var terms []string
+			for _, term := range w.Plan.Terms {
+				terms = append(terms, fmt.Sprintf("%s %v", term.SQL, term.Args))
+				if strings.Count(term.SQL, "?") != len(term.Args) {
+					t.Errorf("term %s: %d placeholders for %d args", term.SQL, strings.Count(term.SQL, "?"), len(term.Args))
+				}
+			}
+			if got := strings.Join(terms, " | "); got != tc.terms {
+				t.Errorf("terms\n got %s\nwant %s", got, tc.terms)
+			}
+			residual := ""
+			if w.Plan.Residual.SQL != "" {
+				residual = fmt.Sprintf("%s %v", w.Plan.Residual.SQL, w.Plan.Residual.Args)
+			}
+			if residual != tc.residual {
+				t.Errorf("residual\n got %s\nwant %s", residual, tc.residual)
+			}
+		})
 	}
 }

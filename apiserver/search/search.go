@@ -54,7 +54,7 @@ type Options struct {
 	Kind bool
 	// Indexed lets equality on labels, conditions and spec fields be
 	// served by an index as well as checked exactly: on SQLite through the
-	// resource_terms table (schema version 3), on PostgreSQL through the
+	// resource_terms table (schema version 6), on PostgreSQL through the
 	// GIN index on spec (labels and conditions use theirs already). Each
 	// such comparison becomes "index filter AND exact comparison", so the
 	// result is the same; only the plan changes.
@@ -65,6 +65,9 @@ type Options struct {
 type Where struct {
 	SQL  string
 	Args []any
+	// Plan, when set, answers the same search from SQLite's term index
+	// alone (see TermPlan); SQL stays the authoritative form.
+	Plan *TermPlan
 }
 
 // Error is a query the API refuses; Message is safe to show to the caller.
@@ -104,7 +107,11 @@ func Translate(query string, d Dialect, opts Options) (w Where, err error) {
 	if err != nil {
 		return Where{}, err
 	}
-	return Where{SQL: sql, Args: t.args}, nil
+	w = Where{SQL: sql, Args: t.args}
+	if d == SQLite && opts.Indexed {
+		w.Plan = planTerms(tree, opts)
+	}
+	return w, nil
 }
 
 // sqlStyleLists rewrites SQL-style lists, name in ('a', 'b'), into TSL's
@@ -488,7 +495,7 @@ func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (stri
 			return "", errorf("label values are text; quote the value, e.g. %s = '%s'", f.name, lit.text)
 		}
 		if t.opts.Indexed && t.dialect == SQLite && op == tsl.OpEQ {
-			pre := t.termFilter(t.bind("l:" + f.key + "=" + lit.text))
+			pre := t.termFilter(t.bind(labelTerm(f.key, lit.text)))
 			return "(" + pre + " AND " + t.sqlCompare(t.labelExpr(f.key), op, t.bind(lit.text)) + ")", nil
 		}
 		if t.dialect == Postgres && (op == tsl.OpEQ || op == tsl.OpNE) {
@@ -631,30 +638,55 @@ func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (st
 		return "", errorf("%s is True or False, not %q", f.name, lit.text)
 	}
 	col := t.opts.Table + ".conditions"
-	// SQLite keeps no index of conditions (status reports rewrite them
-	// all the time): a condition narrows what the other terms selected.
-	var exists string
+	var pre, exists string
 	if t.dialect == Postgres {
 		exists = col + " @> " + t.bind(fmt.Sprintf(`[{"type":%q,"status":%q}]`, f.cond, lit.text)) + "::jsonb"
 	} else {
+		if t.opts.Indexed && op == tsl.OpEQ {
+			// Bound first: the filter comes first in the SQL.
+			pre = t.termFilter(t.bind(ConditionTerm(f.cond, lit.text)))
+		}
 		exists = "EXISTS (SELECT 1 FROM json_each(" + col + ") AS c WHERE json_extract(c.value, '$.type') = " +
 			t.bind(f.cond) + " AND json_extract(c.value, '$.status') = " + t.bind(lit.text) + ")"
 	}
-	if op == tsl.OpNE {
+	switch {
+	case op == tsl.OpNE:
 		return "(NOT " + exists + ")", nil
+	case pre != "":
+		return "(" + pre + " AND " + exists + ")", nil
 	}
 	return exists, nil
 }
 
+// ConditionTerm and labelTerm are terms of SQLite's resource_terms table;
+// see termFilter. The store writes a resource's condition terms itself.
+func ConditionTerm(condType, status string) string { return "c:" + condType + "=" + status }
+func labelTerm(key, value string) string           { return "l:" + key + "=" + value }
+
 // termFilter restricts a SQLite search to the resources holding a term of
 // the resource_terms table; term is the placeholder (or expression) of
-// the term. The triggers of schema version 3 write the terms:
+// the term. The triggers of schema version 6 write the terms:
 //
 //	l:<label key>=<value>
 //	c:<condition type>=<status>
 //	s:<spec path as json_tree's fullkey>=t:<text> | n:<number as REAL text> | b:true | b:false
 func (t *translator) termFilter(term string) string {
 	return t.opts.Table + ".id IN (SELECT resource_id FROM resource_terms WHERE term = " + term + ")"
+}
+
+// specTerm is the SQL expression (its values bound) of the term a spec
+// equality looks for in resource_terms; lit is not a time.
+func (t *translator) specTerm(f field, lit literal) string {
+	prefix := "s:" + SQLiteFullKey(f.path) + "="
+	switch {
+	case lit.isBool:
+		return t.bind(prefix + "b:" + lit.text)
+	case lit.isNum:
+		// Both sides render the number through SQLite's own REAL to
+		// text conversion, so 3, 3.0 and 3e0 meet.
+		return t.bind(prefix+"n:") + " || CAST(CAST(" + t.bind(lit.num) + " AS REAL) AS TEXT)"
+	}
+	return t.bind(prefix + "t:" + lit.text)
 }
 
 // specFilter is the index filter of a spec equality, or "" when there is
@@ -664,16 +696,7 @@ func (t *translator) specFilter(f field, op tsl.Operator, lit literal) string {
 		return ""
 	}
 	if t.dialect == SQLite {
-		prefix := "s:" + SQLiteFullKey(f.path) + "="
-		switch {
-		case lit.isBool:
-			return t.termFilter(t.bind(prefix + "b:" + lit.text))
-		case lit.isNum:
-			// Both sides render the number through SQLite's own REAL to
-			// text conversion, so 3, 3.0 and 3e0 meet.
-			return t.termFilter(t.bind(prefix+"n:") + " || CAST(CAST(" + t.bind(lit.num) + " AS REAL) AS TEXT)")
-		}
-		return t.termFilter(t.bind(prefix + "t:" + lit.text))
+		return t.termFilter(t.specTerm(f, lit))
 	}
 	// PostgreSQL: containment served by resources_spec (GIN). A numeric
 	// segment may name an array element or an object key; containment

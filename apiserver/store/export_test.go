@@ -8,17 +8,27 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // ExplainList returns the query plans of a list query's count and page,
 // one line per plan node, as the backend prints them.
 func ExplainList(ctx context.Context, st Store, q ListQuery) (count, page string, err error) {
 	s := st.(*gormStore)
+	order := search.WithTieBreak(q.Order)
+	if p := termPlan(s.backend, q, order); p != nil {
+		query, args := termCountSQL(q.Kind, p)
+		if count, err = s.explain(ctx, s.db.Dialector.Explain(query, args...)); err != nil {
+			return "", "", err
+		}
+		query, args = termPageSQL(q, order, p)
+		page, err = s.explain(ctx, s.db.Dialector.Explain(query, args...))
+		return count, page, err
+	}
 	countSQL := s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
 		var n int64
 		return listFilter(tx.WithContext(ctx), q).Count(&n)
 	})
-	order := search.WithTieBreak(q.Order)
 	var pageSQL string
 	if countsMatches(q) {
 		pageSQL = s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
@@ -88,4 +98,30 @@ func MigrateTo(ctx context.Context, st Store, version int) error {
 	defer func() { migrations = saved }()
 	migrations = migrations[:version]
 	return st.Migrate(ctx)
+}
+
+// CachedCounts is how many search totals a SQLite store keeps (see
+// countCache).
+func CachedCounts(st Store) int {
+	c := &st.(*gormStore).counts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+// CreateBeforeV6 stores resources as a binary before schema version 6
+// did (no condition_terms column), for tests that build an old database.
+func CreateBeforeV6(ctx context.Context, st Store, rs ...*resource.Resource) error {
+	return st.(*gormStore).db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, r := range rs {
+			row, err := toRow(r)
+			if err != nil {
+				return err
+			}
+			if err := tx.Omit("ConditionTerms").Create(&row).Error; err != nil {
+				return fmt.Errorf("insert %s %s: %w", r.Kind, r.Name, err)
+			}
+		}
+		return nil
+	})
 }

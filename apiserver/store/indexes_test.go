@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -15,8 +16,7 @@ import (
 )
 
 // indexedSearches are the documented search fields with an equality (or,
-// for times, a range) that an index must serve on both backends (a
-// condition alone: PostgreSQL only).
+// for times, a range) that an index must serve on both backends.
 var indexedSearches = []string{
 	"labels.shard = '3'",
 	"labels['cost-center'] = 'eng'",
@@ -36,6 +36,13 @@ var indexedSearches = []string{
 // indexFixture stores clusters whose specs, labels and conditions vary,
 // including keys SQLite's json_tree quotes.
 func indexFixture(t *testing.T, s store.Store, n int) {
+	t.Helper()
+	indexFixtureBy(t, s, n, create)
+}
+
+// indexFixtureBy is indexFixture written by create (createBeforeV6 for a
+// database an older binary wrote).
+func indexFixtureBy(t *testing.T, s store.Store, n int, create func(*testing.T, store.Store, ...*resource.Resource)) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		c := cluster(fmt.Sprintf("00000000-0000-4000-8000-%012d", i), fmt.Sprintf("c-%04d", i))
@@ -59,19 +66,41 @@ func indexFixture(t *testing.T, s store.Store, n int) {
 
 func listIDs(t *testing.T, s store.Store, query string, indexed bool) ([]string, int64) {
 	t.Helper()
+	return walkIDs(t, s, query, indexed, nil, 100)
+}
+
+// walkIDs reads every page of a search, size rows a page, following the
+// continuation tokens; it returns the ids in order and the total, which
+// must be the same on every page.
+func walkIDs(t *testing.T, s store.Store, query string, indexed bool, order []search.OrderTerm, size int) ([]string, int64) {
+	t.Helper()
 	w, err := search.Translate(query, s.Dialect(), search.Options{Table: "resources", Indexed: indexed})
 	if err != nil {
 		t.Fatalf("translate %q: %v", query, err)
 	}
-	page, err := s.ListResources(context.Background(), store.ListQuery{Kind: resource.KindCluster, Where: w, Limit: 100})
-	if err != nil {
-		t.Fatalf("list %q: %v", query, err)
-	}
+	q := store.ListQuery{Kind: resource.KindCluster, Where: w, Order: order, Limit: size}
 	var ids []string
-	for _, r := range page.Items {
-		ids = append(ids, r.ID)
+	total := int64(-1)
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatalf("%s: more than 1,000 pages", query)
+		}
+		page, err := s.ListResources(context.Background(), q)
+		if err != nil {
+			t.Fatalf("list %q: %v", query, err)
+		}
+		if total >= 0 && page.Total != total {
+			t.Errorf("%s: total %d on page %d, %d on the first", query, page.Total, pages+1, total)
+		}
+		total = page.Total
+		for _, r := range page.Items {
+			ids = append(ids, r.ID)
+		}
+		if page.Next == nil {
+			return ids, total
+		}
+		q.After = page.Next
 	}
-	return ids, page.Total
 }
 
 // TestIndexedSearchMatchesExact: the index filters change plans, never
@@ -81,10 +110,29 @@ func TestIndexedSearchMatchesExact(t *testing.T) {
 	queries := append(slices.Clone(indexedSearches),
 		"spec.version = '3'", "spec.version = 3", "spec.nodes = '3'", "spec['node-pool'].max_size = 2.5",
 		"spec.enabled = false", "spec.zones[0] = 'a'", "status.conditions.Ready = 'False'",
-		"labels.shard != '3'", "status.conditions.Ready != 'True'", "spec.nodes > 3", "labels.shard in ('1', '9')")
+		"labels.shard != '3'", "status.conditions.Ready != 'True'", "spec.nodes > 3", "labels.shard in ('1', '9')",
+		// Conjunctions answered from SQLite's term index alone
+		// (search.TermPlan), with a number's residual check, a status
+		// alone, and terms no resource holds together.
+		"labels.shard = '3' and status.conditions.Ready = 'True'",
+		"status.conditions.Ready = 'False' and labels['cost-center'] = 'eng'",
+		"spec.platform.type = 'gcp' and spec.enabled = true and status.conditions.Ready = true",
+		"labels.shard = '1' and spec['node-pool'].max_size = 5.5", "spec.nodes = 3 and labels.shard = '2'",
+		"spec.zones[1] = 'c' and labels.shard = '2'",
+		"labels.shard = '3' and labels.shard = '4'",
+		"status.conditions.Ready = 'True' and status.conditions.Ready = 'False'",
+		"status.conditions.Healthy = 'True'")
 	eachBackend(t, func(t *testing.T, s store.Store) {
 		ctx := context.Background()
 		indexFixture(t, s, 40)
+		// Node pools with the clusters' labels and statuses: a cluster
+		// search must not count them.
+		for i := 0; i < 8; i++ {
+			np := nodePool(fmt.Sprintf("00000000-0000-4000-9000-%012d", i), "00000000-0000-4000-8000-000000000001", fmt.Sprintf("np-%d", i))
+			np.Labels = map[string]string{"shard": "3", "cost-center": "eng"}
+			np.Status.Conditions[0].Status = "True"
+			create(t, s, np)
+		}
 		// Change some: a label, a condition and the spec of a few
 		// resources, and remove one, so the triggers' update paths run.
 		err := s.InTx(ctx, func(tx store.Tx) error {
@@ -100,6 +148,26 @@ func TestIndexedSearchMatchesExact(t *testing.T) {
 					return err
 				}
 			}
+			// Status changes alone, as aggregation writes them (only the
+			// conditions trigger runs): a status flips, a condition is
+			// added, and one is rewritten with its status unchanged.
+			for i := 20; i < 26; i++ {
+				r, err := tx.LockResource(ctx, resource.KindCluster, fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+				if err != nil {
+					return err
+				}
+				switch i % 3 {
+				case 0:
+					r.Status.Conditions[0].Status = map[string]string{"True": "False", "False": "True"}[r.Status.Conditions[0].Status]
+				case 1:
+					r.Status.Conditions = append(r.Status.Conditions, resource.Condition{Type: "Healthy", Status: "True", CreatedTime: now, LastUpdatedTime: now, LastTransitionTime: now})
+				default:
+					r.Status.Conditions[0].LastUpdatedTime = now.Add(time.Minute)
+				}
+				if err := tx.UpdateState(ctx, r); err != nil {
+					return err
+				}
+			}
 			return tx.RemoveResource(ctx, "00000000-0000-4000-8000-000000000010")
 		})
 		if err != nil {
@@ -111,10 +179,20 @@ func TestIndexedSearchMatchesExact(t *testing.T) {
 			if !slices.Equal(got, exact) || total != exactTotal {
 				t.Errorf("%s: indexed search returned %d rows (total %d), exact %d (total %d)\n got %v\nwant %v", q, len(got), total, len(exact), exactTotal, got, exact)
 			}
-			// Three queries match nothing by design: an absent value, a
-			// fraction no fixture holds, and on SQLite a quoted number
-			// (text never equals a number there).
+			// Pages of 3 by continuation token, in both directions of the
+			// default order, give the same rows.
+			for _, order := range [][]search.OrderTerm{nil, {{Column: "created_time"}}} {
+				want, _ := walkIDs(t, s, q, false, order, 100)
+				paged, pagedTotal := walkIDs(t, s, q, true, order, 3)
+				if !slices.Equal(paged, want) || pagedTotal != exactTotal {
+					t.Errorf("%s (order %v): indexed pages of 3 returned %v (total %d), want %v (total %d)", q, order, paged, pagedTotal, want, exactTotal)
+				}
+			}
+			// Some queries match nothing by design: an absent value, a
+			// fraction no fixture holds, two values of one field, and on
+			// SQLite a quoted number (text never equals a number there).
 			emptyByDesign := strings.Contains(q, "'9'") || strings.Contains(q, "max_size = 2.5") ||
+				strings.Contains(q, "'3' and labels.shard = '4'") || strings.Contains(q, "'True' and status.conditions.Ready = 'False'") ||
 				q == "spec.nodes = '3'" && s.Backend() == store.BackendSQLite
 			if exactTotal == 0 && !emptyByDesign {
 				t.Errorf("%s: the fixture matches nothing; the comparison proves nothing", q)
@@ -134,12 +212,6 @@ func TestSearchUsesIndexes(t *testing.T) {
 		}
 		for _, q := range indexedSearches {
 			if s.Backend() == store.BackendPostgres && strings.Contains(q, "[1]") {
-				continue
-			}
-			// SQLite keeps no index of conditions (every status report
-			// rewrites them): a condition alone reads every resource of
-			// the kind; beside a label or spec term it only narrows.
-			if s.Backend() == store.BackendSQLite && strings.HasPrefix(q, "status.conditions.") {
 				continue
 			}
 			w, err := search.Translate(q, s.Dialect(), search.Options{Table: "resources", Indexed: true})
@@ -200,17 +272,45 @@ func pgBulkFixture(t *testing.T, s store.Store) {
 // the indexes when migrated, rows already stored included.
 func TestIndexesUpgradeInPlace(t *testing.T) {
 	atVersion(t, 2, func(t *testing.T, ctx context.Context, s store.Store) {
-		indexFixture(t, s, 12)
+		indexFixtureBy(t, s, 12, createBeforeV6)
 		if err := s.Migrate(ctx); err != nil {
 			t.Fatalf("migrate to %d: %v", store.SchemaVersion(), err)
 		}
-		for _, q := range []string{"labels.shard = '3'", "status.conditions.Ready = 'True'", "spec.platform.type = 'gcp'", "spec['node-pool'].max_size = 7"} {
-			exact, _ := listIDs(t, s, q, false)
-			got, _ := listIDs(t, s, q, true)
-			if len(exact) == 0 || !slices.Equal(got, exact) {
-				t.Errorf("%s after the upgrade: indexed %v, exact %v", q, got, exact)
+		queries := []string{"labels.shard = '3'", "status.conditions.Ready = 'True'", "status.conditions.Ready = 'False' and labels.shard = '1'",
+			"spec.platform.type = 'gcp'", "spec['node-pool'].max_size = 7"}
+		check := func(when string) {
+			t.Helper()
+			for _, q := range queries {
+				exact, _ := listIDs(t, s, q, false)
+				got, _ := listIDs(t, s, q, true)
+				if len(exact) == 0 || !slices.Equal(got, exact) {
+					t.Errorf("%s %s: indexed %v, exact %v", q, when, got, exact)
+				}
 			}
 		}
+		check("after the upgrade")
+		// The first writes of rows stored before version 6: one keeps its
+		// statuses, one flips Ready.
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			for i, flip := range map[int]bool{1: false, 3: true} {
+				r, err := tx.LockResource(ctx, resource.KindCluster, fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+				if err != nil {
+					return err
+				}
+				r.Status.Conditions[0].LastUpdatedTime = now.Add(time.Hour)
+				if flip {
+					r.Status.Conditions[0].Status = "True"
+				}
+				if err := tx.UpdateState(ctx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("after the first writes")
 	})
 }
 
@@ -236,4 +336,166 @@ func TestDeepPageIsARangeScan(t *testing.T) {
 			t.Errorf("a page after a position: want %q and no %q; plan:\n%s", index, sort, page)
 		}
 	})
+}
+
+// TestTermPlanReadsTheIndex: on SQLite a conjunction of indexed equalities
+// is counted from resource_terms alone (a number's equality adds a check
+// of the row, by primary key), and its page walks one term's rows in the
+// list's order: no sort, no scan of resources.
+func TestTermPlanReadsTheIndex(t *testing.T) {
+	s := backends(t)[store.BackendSQLite]
+	indexFixture(t, s, 50)
+	for _, tc := range []struct {
+		query    string
+		order    []search.OrderTerm
+		residual bool
+	}{
+		{query: "labels.shard = '3' and status.conditions.Ready = 'True'"},
+		{query: "status.conditions.Ready = 'False'", order: []search.OrderTerm{{Column: "created_time"}}},
+		{query: "spec.platform.type = 'gcp' and spec.enabled = true and labels['cost-center'] = 'eng'"},
+		{query: "labels.shard = '3' and status.conditions.Ready = 'True' and spec.nodes = 3", residual: true},
+	} {
+		w, err := search.Translate(tc.query, s.Dialect(), search.Options{Table: "resources", Indexed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Plan == nil {
+			t.Fatalf("%s: no term plan", tc.query)
+		}
+		at := search.Cursor{now, "00000000-0000-4000-8000-000000000020"}
+		count, page, err := store.ExplainList(context.Background(), s, store.ListQuery{Kind: resource.KindCluster, Where: w, Order: tc.order, After: at, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readsRows := strings.Contains(count, "SEARCH resources")
+		if readsRows != tc.residual || strings.Contains(count, "SCAN") {
+			t.Errorf("%s: the count reads resources rows: %v, want %v, and never scans; plan:\n%s", tc.query, readsRows, tc.residual, count)
+		}
+		if !strings.Contains(page, "SEARCH d USING COVERING INDEX resource_terms_term (term=? AND kind=? AND created_time") ||
+			strings.Contains(page, "TEMP B-TREE") || strings.Contains(page, "SCAN") {
+			t.Errorf("%s: the page does not walk the first term's rows in order from the position; plan:\n%s", tc.query, page)
+		}
+	}
+}
+
+// TestTermCountsFollowEveryChange: SQLite keeps the totals of term-plan
+// searches while the versions of their terms are unchanged. Each change
+// below moves a total; the search, asked before and after, must agree
+// with the exact SQL form every time (a stale total fails).
+func TestTermCountsFollowEveryChange(t *testing.T) {
+	s := backends(t)[store.BackendSQLite]
+	ctx := context.Background()
+	indexFixture(t, s, 30)
+	for i := 0; i < 4; i++ {
+		np := nodePool(fmt.Sprintf("00000000-0000-4000-9000-%012d", i), "00000000-0000-4000-8000-000000000003", fmt.Sprintf("np-%d", i))
+		np.Labels = map[string]string{"shard": "3"}
+		create(t, s, np)
+	}
+	queries := map[string]string{
+		"shard3ready": "labels.shard = '3' and status.conditions.Ready = 'True'",
+		"nodes":       "spec.nodes = 3 and labels.shard = '3'",
+		"notReady":    "status.conditions.Ready = 'False'",
+		"nodepools":   "labels.shard = '3'",
+	}
+	kinds := map[string]string{"nodepools": resource.KindNodePool}
+	totals := func() map[string]int64 {
+		out := map[string]int64{}
+		for name, q := range queries {
+			kind := kinds[name]
+			if kind == "" {
+				kind = resource.KindCluster
+			}
+			var got [2][]string
+			var total [2]int64
+			for i, indexed := range []bool{false, true, true} { // the second indexed read is served from the kept total
+				w, err := search.Translate(q, s.Dialect(), search.Options{Table: "resources", Indexed: indexed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				page, err := s.ListResources(ctx, store.ListQuery{Kind: kind, Where: w, Limit: 100})
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				var ids []string
+				for _, r := range page.Items {
+					ids = append(ids, r.ID)
+				}
+				j := min(i, 1)
+				if i == 2 && (!slices.Equal(ids, got[1]) || page.Total != total[1]) {
+					t.Errorf("%s: asked again, %v (total %d), first %v (total %d)", q, ids, page.Total, got[1], total[1])
+				}
+				got[j], total[j] = ids, page.Total
+			}
+			if !slices.Equal(got[1], got[0]) || total[1] != total[0] {
+				t.Errorf("%s: indexed %v (total %d), exact %v (total %d)", q, got[1], total[1], got[0], total[0])
+			}
+			out[name] = total[0]
+		}
+		return out
+	}
+	update := func(id string, change func(r *resource.Resource), state bool) {
+		t.Helper()
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			r, err := tx.LockResource(ctx, resource.KindCluster, id)
+			if err != nil {
+				return err
+			}
+			change(r)
+			if state {
+				return tx.UpdateState(ctx, r)
+			}
+			return tx.UpdateResource(ctx, r)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	// Fixture: cluster i has shard i%5, Ready True for even i, nodes i%7.
+	steps := []struct {
+		name   string
+		change func()
+		moves  string
+	}{
+		{"create a Ready cluster in shard 3", func() {
+			c := cluster(id(100), "c-new")
+			c.Labels = map[string]string{"shard": "3"}
+			c.Status.Conditions[0].Status = "True"
+			create(t, s, c)
+		}, "shard3ready"},
+		{"move a Ready cluster out of shard 3", func() { update(id(18), func(r *resource.Resource) { r.Labels["shard"] = "4" }, false) }, "shard3ready"},
+		{"a status flips (aggregation's write)", func() {
+			update(id(9), func(r *resource.Resource) { r.Status.Conditions[0].Status = "True" }, true)
+		}, "notReady"},
+		{"a number in the spec changes", func() {
+			update(id(3), func(r *resource.Resource) { r.Spec = json.RawMessage(`{"nodes":4}`) }, false)
+		}, "nodes"},
+		{"a cluster with node pools is removed", func() {
+			if err := s.InTx(ctx, func(tx store.Tx) error { return tx.RemoveResource(ctx, id(3)) }); err != nil {
+				t.Fatal(err)
+			}
+		}, "nodepools"},
+	}
+	before := totals()
+	for _, q := range []string{"shard3ready", "nodes", "notReady", "nodepools"} {
+		if before[q] == 0 {
+			t.Fatalf("%s matches nothing in the fixture; the test proves nothing", queries[q])
+		}
+	}
+	if n := store.CachedCounts(s); n != len(queries) {
+		t.Fatalf("%d totals kept after %d searches, want %d", n, len(queries), len(queries))
+	}
+	for _, step := range steps {
+		step.change()
+		after := totals()
+		if after[step.moves] == before[step.moves] {
+			t.Errorf("%s: the total of %s stayed %d; the step tests nothing", step.name, queries[step.moves], after[step.moves])
+		}
+		before = after
+	}
+	// A rewrite of the conditions that changes no status keeps every total.
+	update(id(5), func(r *resource.Resource) { r.Status.Conditions[0].LastUpdatedTime = now.Add(time.Hour) }, true)
+	if got := totals(); !maps.Equal(got, before) {
+		t.Errorf("totals after a rewrite with no status change: %v, want %v", got, before)
+	}
 }

@@ -23,9 +23,9 @@ const resourceColumns = "id, kind, parent_id, name, generation, spec, labels, co
 	"created_time, updated_time, deleted_time, created_by, updated_by, deleted_by"
 
 const (
-	updateResourceSQL = "UPDATE resources SET generation = ?, spec = ?, labels = ?, conditions = ?, refs = ?, " +
+	updateResourceSQL = "UPDATE resources SET generation = ?, spec = ?, labels = ?, conditions = ?, condition_terms = ?, refs = ?, " +
 		"updated_time = ?, updated_by = ?, deleted_time = ?, deleted_by = ? WHERE id = ?"
-	updateStateSQL = "UPDATE resources SET generation = ?, conditions = ?, " +
+	updateStateSQL = "UPDATE resources SET generation = ?, conditions = ?, condition_terms = ?, " +
 		"updated_time = ?, updated_by = ?, deleted_time = ?, deleted_by = ? WHERE id = ?"
 	getResourceSQL       = "SELECT " + resourceColumns + " FROM resources WHERE id = ?"
 	getResourceOfKindSQL = "SELECT " + resourceColumns + " FROM resources WHERE id = ? AND kind = ?"

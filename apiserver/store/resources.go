@@ -38,6 +38,9 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 
 func (s *gormStore) ListResources(ctx context.Context, q ListQuery) (Page, error) {
 	order := search.WithTieBreak(q.Order)
+	if plan := termPlan(s.backend, q, order); plan != nil {
+		return s.listByTerms(ctx, q, order, plan)
+	}
 	counted := countsMatches(q)
 	page := Page{Items: []resource.Resource{}}
 	if !counted || q.Limit <= 0 {
@@ -55,29 +58,12 @@ func (s *gormStore) ListResources(ctx context.Context, q ListQuery) (Page, error
 		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
 	}
 	defer rows.Close()
-	var last resourceRow
 	var extra []any
 	if counted {
 		extra = []any{&page.Total}
 	}
-	for rows.Next() {
-		if len(page.Items) == q.Limit {
-			page.Next = cursorOf(&last, order)
-			break
-		}
-		var row resourceRow
-		if err := scanResource(rows, &row, extra...); err != nil {
-			return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
-		}
-		r, err := fromRow(s.kinds, &row)
-		if err != nil {
-			return Page{}, err
-		}
-		page.Items = append(page.Items, r)
-		last = row
-	}
-	if err := rows.Err(); err != nil {
-		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
+	if err := s.readPage(rows, &page, q, order, extra...); err != nil {
+		return Page{}, err
 	}
 	if counted && len(page.Items) == 0 && (q.Offset > 0 || q.After != nil) {
 		// Past the last match: no row carried the total.
@@ -86,6 +72,32 @@ func (s *gormStore) ListResources(ctx context.Context, q ListQuery) (Page, error
 		}
 	}
 	return page, nil
+}
+
+// readPage reads a page query's rows (one more than the page, which only
+// says that another page follows) into page.
+func (s *gormStore) readPage(rows *sql.Rows, page *Page, q ListQuery, order []search.OrderTerm, extra ...any) error {
+	var last resourceRow
+	for rows.Next() {
+		if len(page.Items) == q.Limit {
+			page.Next = cursorOf(&last, order)
+			break
+		}
+		var row resourceRow
+		if err := scanResource(rows, &row, extra...); err != nil {
+			return fmt.Errorf("list %s: %w", q.Kind, err)
+		}
+		r, err := fromRow(s.kinds, &row)
+		if err != nil {
+			return err
+		}
+		page.Items = append(page.Items, r)
+		last = row
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list %s: %w", q.Kind, err)
+	}
+	return nil
 }
 
 // countsMatches says whether a list's total is counted from its matches
@@ -304,7 +316,7 @@ func (t *gormTx) UpdateResource(ctx context.Context, r *resource.Resource) error
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", r.Kind, r.ID, err)
 	}
-	n, err := t.exec(ctx, updateResourceSQL, row.Generation, row.Spec, row.Labels, row.Conditions, row.Refs,
+	n, err := t.exec(ctx, updateResourceSQL, row.Generation, row.Spec, row.Labels, row.Conditions, row.ConditionTerms, row.Refs,
 		row.UpdatedTime, row.UpdatedBy, row.DeletedTime, row.DeletedBy, r.ID)
 	if err != nil {
 		return fmt.Errorf("update %s %s: %w", r.Kind, r.ID, err)
@@ -320,7 +332,7 @@ func (t *gormTx) UpdateState(ctx context.Context, r *resource.Resource) error {
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", r.Kind, r.ID, err)
 	}
-	n, err := t.exec(ctx, updateStateSQL, row.Generation, row.Conditions, row.UpdatedTime, row.UpdatedBy, row.DeletedTime, row.DeletedBy, r.ID)
+	n, err := t.exec(ctx, updateStateSQL, row.Generation, row.Conditions, row.ConditionTerms, row.UpdatedTime, row.UpdatedBy, row.DeletedTime, row.DeletedBy, r.ID)
 	if err != nil {
 		return fmt.Errorf("update state of %s %s: %w", r.Kind, r.ID, err)
 	}

@@ -7,9 +7,11 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -38,21 +40,25 @@ func (j *jsonText) Scan(src any) error {
 }
 
 type resourceRow struct {
-	ID          string `gorm:"primaryKey"`
-	Kind        string
-	ParentID    *string
-	Name        string
-	Generation  int64
-	Spec        jsonText
-	Labels      jsonText
-	Conditions  jsonText
-	Refs        jsonText
-	CreatedTime time.Time
-	UpdatedTime time.Time
-	DeletedTime *time.Time
-	CreatedBy   string
-	UpdatedBy   string
-	DeletedBy   string
+	ID         string `gorm:"primaryKey"`
+	Kind       string
+	ParentID   *string
+	Name       string
+	Generation int64
+	Spec       jsonText
+	Labels     jsonText
+	Conditions jsonText
+	// ConditionTerms lists the conditions' c:<Type>=<Status> terms, sorted
+	// (schema version 6): SQLite's term index follows this column, so a
+	// status report that changes no status costs the index nothing.
+	ConditionTerms jsonText
+	Refs           jsonText
+	CreatedTime    time.Time
+	UpdatedTime    time.Time
+	DeletedTime    *time.Time
+	CreatedBy      string
+	UpdatedBy      string
+	DeletedBy      string
 }
 
 func (resourceRow) TableName() string { return "resources" }
@@ -113,7 +119,7 @@ func toRow(r *resource.Resource) (resourceRow, error) {
 	}
 	row := resourceRow{
 		ID: r.ID, Kind: r.Kind, Name: r.Name, Generation: r.Generation,
-		Spec: jsonText(spec), Labels: labels, Conditions: conds, Refs: refs,
+		Spec: jsonText(spec), Labels: labels, Conditions: conds, ConditionTerms: conditionTerms(r.Status.Conditions), Refs: refs,
 		CreatedTime: utc(r.CreatedTime), UpdatedTime: utc(r.UpdatedTime),
 		CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy, DeletedBy: r.DeletedBy,
 	}
@@ -126,6 +132,18 @@ func toRow(r *resource.Resource) (resourceRow, error) {
 		row.DeletedTime = &t
 	}
 	return row, nil
+}
+
+// conditionTerms is the ConditionTerms column of a resource with these
+// conditions: a JSON array of distinct terms in byte order.
+func conditionTerms(conds []resource.Condition) jsonText {
+	terms := make([]string, 0, len(conds))
+	for _, c := range conds {
+		terms = append(terms, search.ConditionTerm(c.Type, c.Status))
+	}
+	slices.Sort(terms)
+	raw, _ := json.Marshal(slices.Compact(terms)) // strings always encode
+	return raw
 }
 
 func nonNilLabels(l map[string]string) map[string]string {

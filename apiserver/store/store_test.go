@@ -108,6 +108,15 @@ func create(t *testing.T, s store.Store, rs ...*resource.Resource) {
 	}
 }
 
+// createBeforeV6 stores resources as a binary before schema version 6
+// did, into a database it left.
+func createBeforeV6(t *testing.T, s store.Store, rs ...*resource.Resource) {
+	t.Helper()
+	if err := store.CreateBeforeV6(context.Background(), s, rs...); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+}
+
 func TestResourceRoundTrip(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s store.Store) {
 		ctx := context.Background()
@@ -461,7 +470,7 @@ func TestResourceCountsKeptWithRows(t *testing.T) {
 	atVersion(t, 4, func(t *testing.T, ctx context.Context, s store.Store) {
 		for i := range 5 {
 			c := fmt.Sprintf("c%d", i)
-			create(t, s, cluster(c, "cluster-"+c), nodePool(c+"-a", c, "a"), nodePool(c+"-b", c, "b"), nodePool(c+"-c", c, "c"))
+			createBeforeV6(t, s, cluster(c, "cluster-"+c), nodePool(c+"-a", c, "a"), nodePool(c+"-b", c, "b"), nodePool(c+"-c", c, "c"))
 		}
 		if err := s.Migrate(ctx); err != nil {
 			t.Fatalf("upgrade to version %d: %v", store.SchemaVersion(), err)

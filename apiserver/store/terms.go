@@ -1,0 +1,220 @@
+// Searches answered by SQLite's term index (schema version 6): the count
+// and the page of a search that is a conjunction of indexed equalities
+// (search.TermPlan) read resource_terms, not the stored documents.
+
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// termPlan returns the term plan a list runs on, or nil when it runs on
+// its SQL: only SQLite keeps the term index, and its rows carry one kind
+// and the creation time, so a list of one kind, not of a parent's
+// children, in the default order (either direction) qualifies.
+func termPlan(backend string, q ListQuery, order []search.OrderTerm) *search.TermPlan {
+	p := q.Where.Plan
+	if backend != BackendSQLite || p == nil || len(p.Terms) == 0 || q.Kind == "" || q.ParentID != "" {
+		return nil
+	}
+	if len(order) != 2 || order[0].Column != "created_time" || order[1].Column != "id" || order[0].Desc != order[1].Desc {
+		return nil
+	}
+	return p
+}
+
+// termMatchSQL is the WHERE clause over "resource_terms AS d", d being
+// the first term's rows of the kind: every other term is a probe of the
+// resource's own terms (the table's primary key), the residual a check
+// of its row.
+func termMatchSQL(kind string, p *search.TermPlan, row string) (string, []any) {
+	var b strings.Builder
+	args := append([]any{}, p.Terms[0].Args...)
+	b.WriteString("d.term = " + p.Terms[0].SQL + " AND d.kind = ?")
+	args = append(args, kind)
+	for i, t := range p.Terms[1:] {
+		fmt.Fprintf(&b, " AND EXISTS (SELECT 1 FROM resource_terms AS t%d WHERE t%d.resource_id = d.resource_id AND t%d.term = %s)", i+1, i+1, i+1, t.SQL)
+		args = append(args, t.Args...)
+	}
+	if p.Residual.SQL != "" {
+		b.WriteString(" AND " + fmt.Sprintf(row, p.Residual.SQL))
+		args = append(args, p.Residual.Args...)
+	}
+	return b.String(), args
+}
+
+// termCountSQL counts a term plan's matches; without a residual it reads
+// the term index only.
+func termCountSQL(kind string, p *search.TermPlan) (string, []any) {
+	where, args := termMatchSQL(kind, p, "EXISTS (SELECT 1 FROM resources WHERE resources.id = d.resource_id AND %s)")
+	return "SELECT count(*) FROM resource_terms AS d WHERE " + where, args
+}
+
+// termPageSQL reads a term plan's page, and one row more: it walks the
+// first term's rows in (created_time, id) order from the position (an
+// index range, no sort) and stops once the page is full.
+func termPageSQL(q ListQuery, order []search.OrderTerm, p *search.TermPlan) (string, []any) {
+	where, args := termMatchSQL(q.Kind, p, "%s")
+	dir, op := "", ">"
+	if order[0].Desc {
+		dir, op = " DESC", "<"
+	}
+	if q.After != nil {
+		where += fmt.Sprintf(" AND d.created_time %s= ? AND (d.created_time, d.resource_id) %s (?, ?)", op, op)
+		args = append(args, q.After[0], q.After[0], q.After[1])
+	}
+	cols := "resources." + strings.ReplaceAll(resourceColumns, ", ", ", resources.")
+	query := "SELECT " + cols + " FROM resource_terms AS d CROSS JOIN resources ON resources.id = d.resource_id WHERE " + where +
+		" ORDER BY d.created_time" + dir + ", d.resource_id" + dir + " LIMIT ? OFFSET ?"
+	return query, append(args, q.Limit+1, q.Offset)
+}
+
+// termVersionsSQL selects, in one row, the version of each of a plan's
+// terms (0 for a term never changed since version 6 was applied), then
+// the given columns.
+func termVersionsSQL(kind string, p *search.TermPlan, more string) (string, []any) {
+	cols := make([]string, 0, len(p.Terms)+1)
+	var args []any
+	for _, t := range p.Terms {
+		cols = append(cols, "COALESCE((SELECT version FROM term_versions WHERE term = "+t.SQL+" AND kind = ?), 0)")
+		args = append(args, t.Args...)
+		args = append(args, kind)
+	}
+	if more != "" {
+		cols = append(cols, more)
+	}
+	return "SELECT " + strings.Join(cols, ", "), args
+}
+
+// termCount is a plan's total. A total counted earlier is reused while
+// the versions of its terms are unchanged: the versions move with every
+// change of the postings the count read (a number's residual included,
+// since any change of a spec rewrites its spec terms), so an equal set of
+// versions means an equal count. Otherwise the versions and the count are
+// read in one statement, from one snapshot, and kept.
+func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPlan) (int64, error) {
+	key := countKey(kind, p)
+	query, args := termVersionsSQL(kind, p, "")
+	versions := make([]int64, len(p.Terms))
+	if err := s.scanOne(ctx, query, args, versions); err != nil {
+		return 0, err
+	}
+	if total, ok := s.counts.get(key, versions); ok {
+		return total, nil
+	}
+	countSQL, countArgs := termCountSQL(kind, p)
+	query, args = termVersionsSQL(kind, p, "("+countSQL+")")
+	var total int64
+	if err := s.scanOne(ctx, query, append(args, countArgs...), versions, &total); err != nil {
+		return 0, err
+	}
+	s.counts.put(key, versions, total)
+	return total, nil
+}
+
+// scanOne runs a one-row read into ints, then into the extra targets.
+func (s *gormStore) scanOne(ctx context.Context, query string, args []any, ints []int64, extra ...any) error {
+	rows, err := s.query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("no row from %s", query)
+	}
+	dest := make([]any, 0, len(ints)+len(extra))
+	for i := range ints {
+		dest = append(dest, &ints[i])
+	}
+	if err := rows.Scan(append(dest, extra...)...); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// listByTerms is ListResources on a term plan: the total from termCount,
+// the page by one walk of the index.
+func (s *gormStore) listByTerms(ctx context.Context, q ListQuery, order []search.OrderTerm, p *search.TermPlan) (Page, error) {
+	page := Page{Items: []resource.Resource{}}
+	total, err := s.termCount(ctx, q.Kind, p)
+	if err != nil {
+		return Page{}, fmt.Errorf("count %s: %w", q.Kind, err)
+	}
+	page.Total = total
+	if page.Total == 0 || q.Limit <= 0 || (q.After == nil && int64(q.Offset) >= page.Total) {
+		return page, nil
+	}
+	pageSQL, pageArgs := termPageSQL(q, order, p)
+	rows, err := s.query(ctx, pageSQL, pageArgs...)
+	if err != nil {
+		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
+	}
+	defer rows.Close()
+	if err := s.readPage(rows, &page, q, order); err != nil {
+		return Page{}, err
+	}
+	return page, nil
+}
+
+// countKey identifies a plan's count: the kind, each term's expression
+// and values, and the residual's.
+func countKey(kind string, p *search.TermPlan) string {
+	var b strings.Builder
+	b.WriteString(kind)
+	for _, w := range append(p.Terms, p.Residual) {
+		fmt.Fprintf(&b, "\x00%s\x00%#v", w.SQL, w.Args)
+	}
+	return b.String()
+}
+
+// maxCachedCounts bounds countCache; past it an arbitrary entry makes room
+// (a console repeats a few searches; a flood of distinct ones only costs
+// their counts).
+const maxCachedCounts = 4096
+
+// countCache holds the totals of term-plan searches with the versions of
+// their terms when counted (see termCount).
+type countCache struct {
+	mu      sync.Mutex
+	entries map[string]countEntry
+}
+
+type countEntry struct {
+	versions []int64
+	total    int64
+}
+
+func (c *countCache) get(key string, versions []int64) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || !slices.Equal(e.versions, versions) {
+		return 0, false
+	}
+	return e.total, true
+}
+
+func (c *countCache) put(key string, versions []int64, total int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]countEntry{}
+	}
+	if _, ok := c.entries[key]; !ok && len(c.entries) >= maxCachedCounts {
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[key] = countEntry{versions: slices.Clone(versions), total: total}
+}
