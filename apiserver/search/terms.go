@@ -20,9 +20,9 @@ import (
 // 15 digits, so a number's equality also goes into Residual.
 type TermPlan struct {
 	// Terms are SQL expressions, each yielding one term, with their
-	// values. Labels and spec values come before condition statuses: a
-	// status such as Ready=True may be held by half the fleet, so the
-	// first term is the one to walk.
+	// values. The store walks the term the fewest resources hold; labels
+	// and spec values come first, since a status such as Ready=True may be
+	// held by half the fleet, to win ties.
 	Terms []Where
 	// Residual is checked against the resources row (its columns
 	// qualified by Options.Table); empty when the terms decide alone.

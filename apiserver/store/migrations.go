@@ -322,25 +322,27 @@ var migrations = []migration{
 			`INSERT OR IGNORE INTO resource_terms (resource_id, kind, created_time, term) ` + labelTermsV6("r", "resources AS r, "),
 			`INSERT OR IGNORE INTO resource_terms (resource_id, kind, created_time, term) ` + specTermsV6("r", "resources AS r, "),
 			`INSERT OR IGNORE INTO resource_terms (resource_id, kind, created_time, term) ` + storedConditionTermsV6,
-			// Each term's version moves whenever a resource of the kind
-			// gains or loses the term, in the same transaction, so a
-			// search's total, kept with the versions of its terms, stays
-			// valid while they do (countCache). A term with no row is at
-			// version 0: its first change writes 1. Created after the fill
-			// above, which starts every term at 0.
-			`CREATE TABLE term_versions (
+			// term_stats holds, per term and kind, how many resources hold
+			// the term (n) and a version that moves with every gain or loss,
+			// both kept by triggers in the same transaction. A search walks
+			// its rarest term, a one-term search reads its total from n, and
+			// a search's total is kept with the versions of its terms
+			// (countCache): equal versions, equal total. Filled here from
+			// the terms above, before its triggers exist.
+			`CREATE TABLE term_stats (
 				term    TEXT NOT NULL,
 				kind    TEXT NOT NULL,
 				version INTEGER NOT NULL,
+				n       INTEGER NOT NULL,
 				PRIMARY KEY (term, kind)
 			) WITHOUT ROWID`,
+			`INSERT INTO term_stats (term, kind, version, n) SELECT term, kind, 0, count(*) FROM resource_terms WHERE true GROUP BY term, kind`,
 			`CREATE TRIGGER resource_terms_added AFTER INSERT ON resource_terms BEGIN
-				INSERT INTO term_versions (term, kind, version) VALUES (NEW.term, NEW.kind, 1)
-					ON CONFLICT (term, kind) DO UPDATE SET version = version + 1;
+				INSERT INTO term_stats (term, kind, version, n) VALUES (NEW.term, NEW.kind, 1, 1)
+					ON CONFLICT (term, kind) DO UPDATE SET version = version + 1, n = n + 1;
 			END`,
 			`CREATE TRIGGER resource_terms_removed AFTER DELETE ON resource_terms BEGIN
-				INSERT INTO term_versions (term, kind, version) VALUES (OLD.term, OLD.kind, 1)
-					ON CONFLICT (term, kind) DO UPDATE SET version = version + 1;
+				UPDATE term_stats SET version = version + 1, n = n - 1 WHERE term = OLD.term AND kind = OLD.kind;
 			END`,
 			// Planner statistics of the same shape as version 3's (a term
 			// is held by few resources), for the new index.

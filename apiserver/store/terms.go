@@ -31,9 +31,9 @@ func termPlan(backend string, q ListQuery, order []search.OrderTerm) *search.Ter
 }
 
 // termMatchSQL is the WHERE clause over "resource_terms AS d", d being
-// the first term's rows of the kind: every other term is a probe of the
-// resource's own terms (the table's primary key), the residual a check
-// of its row.
+// the first term's rows of the kind (the rarest, see drivenBy): every
+// other term is a probe of the resource's own terms (the table's primary
+// key), the residual a check of its row.
 func termMatchSQL(kind string, p *search.TermPlan, row string) (string, []any) {
 	var b strings.Builder
 	args := append([]any{}, p.Terms[0].Args...)
@@ -76,16 +76,18 @@ func termPageSQL(q ListQuery, order []search.OrderTerm, p *search.TermPlan) (str
 	return query, append(args, q.Limit+1, q.Offset)
 }
 
-// termVersionsSQL selects, in one row, the version of each of a plan's
-// terms (0 for a term never changed since version 6 was applied), then
-// the given columns.
-func termVersionsSQL(kind string, p *search.TermPlan, more string) (string, []any) {
-	cols := make([]string, 0, len(p.Terms)+1)
+// termStatsSQL selects, in one row, each of a plan's terms' version and
+// count of holders (term_stats; 0 and 0 for a term no resource of the kind
+// has held since version 6), then the given column.
+func termStatsSQL(kind string, p *search.TermPlan, more string) (string, []any) {
+	cols := make([]string, 0, 2*len(p.Terms)+1)
 	var args []any
 	for _, t := range p.Terms {
-		cols = append(cols, "COALESCE((SELECT version FROM term_versions WHERE term = "+t.SQL+" AND kind = ?), 0)")
-		args = append(args, t.Args...)
-		args = append(args, kind)
+		for _, col := range []string{"version", "n"} {
+			cols = append(cols, "COALESCE((SELECT "+col+" FROM term_stats WHERE term = "+t.SQL+" AND kind = ?), 0)")
+			args = append(args, t.Args...)
+			args = append(args, kind)
+		}
 	}
 	if more != "" {
 		cols = append(cols, more)
@@ -93,30 +95,63 @@ func termVersionsSQL(kind string, p *search.TermPlan, more string) (string, []an
 	return "SELECT " + strings.Join(cols, ", "), args
 }
 
-// termCount is a plan's total. A total counted earlier is reused while
-// the versions of its terms are unchanged: the versions move with every
-// change of the postings the count read (a number's residual included,
-// since any change of a spec rewrites its spec terms), so an equal set of
-// versions means an equal count. Otherwise the versions and the count are
-// read in one statement, from one snapshot, and kept.
-func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPlan) (int64, error) {
+// rarest is the index of the term held by the fewest resources (the first
+// such), given each term's version and count as termStatsSQL reads them.
+func rarest(stats []int64) int {
+	best := 0
+	for i := 1; i < len(stats)/2; i++ {
+		if stats[2*i+1] < stats[2*best+1] {
+			best = i
+		}
+	}
+	return best
+}
+
+// drivenBy is the plan with its i-th term first: the one whose index rows
+// a count or a page walks.
+func drivenBy(p *search.TermPlan, i int) *search.TermPlan {
+	terms := make([]search.Where, 0, len(p.Terms))
+	terms = append(terms, p.Terms[i])
+	terms = append(terms, p.Terms[:i]...)
+	terms = append(terms, p.Terms[i+1:]...)
+	return &search.TermPlan{Terms: terms, Residual: p.Residual}
+}
+
+// termCount is a plan's total, and the plan ordered to walk its rarest
+// term. A term no resource of the kind holds makes the total 0, and one
+// term alone (no residual) has its total in term_stats. Otherwise a total
+// counted earlier is reused while the versions of its terms are unchanged:
+// the versions move with every change of the postings the count read (a
+// number's residual included, since any change of a spec rewrites its
+// spec terms), so equal versions mean an equal count. Failing that, the
+// versions and the count are read in one statement, from one snapshot,
+// and kept.
+func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPlan) (int64, *search.TermPlan, error) {
+	query, args := termStatsSQL(kind, p, "")
+	stats := make([]int64, 2*len(p.Terms))
+	if err := s.scanOne(ctx, query, args, stats); err != nil {
+		return 0, nil, err
+	}
+	first := rarest(stats)
+	walk := drivenBy(p, first)
+	switch {
+	case stats[2*first+1] <= 0:
+		return 0, walk, nil
+	case len(p.Terms) == 1 && p.Residual.SQL == "":
+		return stats[1], walk, nil
+	}
 	key := countKey(kind, p)
-	query, args := termVersionsSQL(kind, p, "")
-	versions := make([]int64, len(p.Terms))
-	if err := s.scanOne(ctx, query, args, versions); err != nil {
-		return 0, err
+	if total, ok := s.counts.get(key, stats); ok {
+		return total, walk, nil
 	}
-	if total, ok := s.counts.get(key, versions); ok {
-		return total, nil
-	}
-	countSQL, countArgs := termCountSQL(kind, p)
-	query, args = termVersionsSQL(kind, p, "("+countSQL+")")
+	countSQL, countArgs := termCountSQL(kind, walk)
+	query, args = termStatsSQL(kind, p, "("+countSQL+")")
 	var total int64
-	if err := s.scanOne(ctx, query, append(args, countArgs...), versions, &total); err != nil {
-		return 0, err
+	if err := s.scanOne(ctx, query, append(args, countArgs...), stats, &total); err != nil {
+		return 0, nil, err
 	}
-	s.counts.put(key, versions, total)
-	return total, nil
+	s.counts.put(key, stats, total)
+	return total, walk, nil
 }
 
 // scanOne runs a one-row read into ints, then into the extra targets.
@@ -143,10 +178,10 @@ func (s *gormStore) scanOne(ctx context.Context, query string, args []any, ints 
 }
 
 // listByTerms is ListResources on a term plan: the total from termCount,
-// the page by one walk of the index.
+// the page by one walk of the index from the rarest term.
 func (s *gormStore) listByTerms(ctx context.Context, q ListQuery, order []search.OrderTerm, p *search.TermPlan) (Page, error) {
 	page := Page{Items: []resource.Resource{}}
-	total, err := s.termCount(ctx, q.Kind, p)
+	total, walk, err := s.termCount(ctx, q.Kind, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("count %s: %w", q.Kind, err)
 	}
@@ -154,7 +189,7 @@ func (s *gormStore) listByTerms(ctx context.Context, q ListQuery, order []search
 	if page.Total == 0 || q.Limit <= 0 || (q.After == nil && int64(q.Offset) >= page.Total) {
 		return page, nil
 	}
-	pageSQL, pageArgs := termPageSQL(q, order, p)
+	pageSQL, pageArgs := termPageSQL(q, order, walk)
 	rows, err := s.query(ctx, pageSQL, pageArgs...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
@@ -182,8 +217,8 @@ func countKey(kind string, p *search.TermPlan) string {
 // their counts).
 const maxCachedCounts = 4096
 
-// countCache holds the totals of term-plan searches with the versions of
-// their terms when counted (see termCount).
+// countCache holds the totals of term-plan searches with the versions
+// (and counts) of their terms when counted (see termCount).
 type countCache struct {
 	mu      sync.Mutex
 	entries map[string]countEntry

@@ -78,7 +78,7 @@ func main() {
 }
 
 // scenarioNames lists the scenarios in the order --scenarios accepts them.
-var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page", "deep-offset", "search", "search3", "put-status", "put-status-500"}
+var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page", "deep-offset", "search", "search3", "not-ready", "put-status", "put-status-500"}
 
 func run(o options) error {
 	ctx := context.Background()
@@ -170,6 +170,10 @@ func run(o options) error {
 		"search3": func(r *rand.Rand) (string, string, []byte) {
 			q := fmt.Sprintf("labels.shard='%d' and status.conditions.Ready='True' and spec.nodes=%d", r.IntN(16), r.IntN(7))
 			return "GET", l.base + "/clusters?size=20&search=" + url.QueryEscape(q), nil
+		},
+		"not-ready": func(*rand.Rand) (string, string, []byte) {
+			// "Everything not Ready": one condition, half the fleet.
+			return "GET", l.base + "/clusters?size=20&search=" + url.QueryEscape("status.conditions.Ready='False'"), nil
 		},
 		"put-status": func(r *rand.Rand) (string, string, []byte) {
 			return putStatus(l.base, ids, r)
