@@ -78,10 +78,14 @@ func TestPlanTerms(t *testing.T) {
 		query    string
 		terms    string // each term's SQL and values; "" for no plan
 		residual string
+		// PostgreSQL's plan: none with a spec equality (its index has no
+		// spec terms; its GIN indexes serve them).
+		pgTerms string
 	}{
-		{query: "labels.env = 'prod'", terms: "? [l:env=prod]"},
-		{query: "status.conditions.Ready = true and labels.env = 'prod'", terms: "? [l:env=prod] | ? [c:Ready=True]"},
-		{query: "status.conditions.Ready = 'False'", terms: "? [c:Ready=False]"},
+		{query: "labels.env = 'prod'", terms: "? [l:env=prod]", pgTerms: "? [l:env=prod]"},
+		{query: "status.conditions.Ready = true and labels.env = 'prod'", terms: "? [l:env=prod] | ? [c:Ready=True]",
+			pgTerms: "? [l:env=prod] | ? [c:Ready=True]"},
+		{query: "status.conditions.Ready = 'False'", terms: "? [c:Ready=False]", pgTerms: "? [c:Ready=False]"},
 		{query: "spec.platform.type = 'gcp' and (spec.enabled = true and labels['cost-center'] = 'eng')",
 			terms: "? [s:$.platform.type=t:gcp] | ? [s:$.enabled=b:true] | ? [l:cost-center=eng]"},
 		{query: "spec.nodes = 3 and labels.shard = '1'", terms: "? || CAST(CAST(? AS REAL) AS TEXT) [s:$.nodes=n: 3] | ? [l:shard=1]",
@@ -94,40 +98,53 @@ func TestPlanTerms(t *testing.T) {
 		{query: "spec.nodes > 3 and labels.env = 'prod'"},
 		{query: "name = 'x' and labels.env = 'prod'"},
 	}
+	describe := func(p *TermPlan) (string, string) {
+		var terms []string
+		for _, term := range p.Terms {
+			terms = append(terms, fmt.Sprintf("%s %v", term.SQL, term.Args))
+			if strings.Count(term.SQL, "?") != len(term.Args) {
+				t.Errorf("term %s: %d placeholders for %d args", term.SQL, strings.Count(term.SQL, "?"), len(term.Args))
+			}
+		}
+		residual := ""
+		if p.Residual.SQL != "" {
+			residual = fmt.Sprintf("%s %v", p.Residual.SQL, p.Residual.Args)
+		}
+		return strings.Join(terms, " | "), residual
+	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
-			w, err := Translate(tc.query, SQLite, indexed)
-			if err != nil {
-				t.Fatalf("Translate: %v", err)
-			}
-			if pg, _ := Translate(tc.query, Postgres, indexed); pg.Plan != nil {
-				t.Errorf("a PostgreSQL translation has a term plan")
-			}
-			if tc.terms == "" {
-				if w.Plan != nil {
-					t.Errorf("plan %+v, want none", w.Plan)
+			for _, d := range []Dialect{SQLite, Postgres} {
+				w, err := Translate(tc.query, d, indexed)
+				if err != nil {
+					t.Fatalf("Translate: %v", err)
 				}
-				return
-			}
-			if w.Plan == nil {
-				t.Fatalf("no plan, want terms %s", tc.terms)
-			}
-			var terms []string
-			for _, term := range w.Plan.Terms {
-				terms = append(terms, fmt.Sprintf("%s %v", term.SQL, term.Args))
-				if strings.Count(term.SQL, "?") != len(term.Args) {
-					t.Errorf("term %s: %d placeholders for %d args", term.SQL, strings.Count(term.SQL, "?"), len(term.Args))
+				want, wantResidual := tc.terms, tc.residual
+				if d == Postgres {
+					want = tc.pgTerms
+				}
+				if want == "" {
+					if w.Plan != nil {
+						t.Errorf("dialect %d: plan %+v, want none", d, w.Plan)
+					}
+					continue
+				}
+				if w.Plan == nil {
+					t.Fatalf("dialect %d: no plan, want terms %s", d, want)
+				}
+				terms, residual := describe(w.Plan)
+				if terms != want {
+					t.Errorf("dialect %d: terms\n got %s\nwant %s", d, terms, want)
+				}
+				if d == Postgres {
+					wantResidual = ""
+				}
+				if residual != wantResidual {
+					t.Errorf("residual\n got %s\nwant %s", residual, wantResidual)
 				}
 			}
-			if got := strings.Join(terms, " | "); got != tc.terms {
-				t.Errorf("terms\n got %s\nwant %s", got, tc.terms)
-			}
-			residual := ""
-			if w.Plan.Residual.SQL != "" {
-				residual = fmt.Sprintf("%s %v", w.Plan.Residual.SQL, w.Plan.Residual.Args)
-			}
-			if residual != tc.residual {
-				t.Errorf("residual\n got %s\nwant %s", residual, tc.residual)
+			if w, _ := Translate(tc.query, SQLite, Options{Table: "resources"}); w.Plan != nil {
+				t.Errorf("a plan without Options.Indexed")
 			}
 		})
 	}

@@ -57,7 +57,9 @@ type Options struct {
 	// resource_terms table (schema version 6), on PostgreSQL through the
 	// GIN index on spec (labels and conditions use theirs already). Each
 	// such comparison becomes "index filter AND exact comparison", so the
-	// result is the same; only the plan changes.
+	// result is the same; only the plan changes. It also gives a
+	// conjunction of such equalities its TermPlan (Where.Plan), on both
+	// backends.
 	Indexed bool
 }
 
@@ -65,8 +67,8 @@ type Options struct {
 type Where struct {
 	SQL  string
 	Args []any
-	// Plan, when set, answers the same search from SQLite's term index
-	// alone (see TermPlan); SQL stays the authoritative form.
+	// Plan, when set, answers the same search from the term index (see
+	// TermPlan); SQL stays the authoritative form.
 	Plan *TermPlan
 }
 
@@ -108,8 +110,8 @@ func Translate(query string, d Dialect, opts Options) (w Where, err error) {
 		return Where{}, err
 	}
 	w = Where{SQL: sql, Args: t.args}
-	if d == SQLite && opts.Indexed {
-		w.Plan = planTerms(tree, opts)
+	if opts.Indexed {
+		w.Plan = planTerms(tree, d, opts)
 	}
 	return w, nil
 }

@@ -16,13 +16,13 @@ import (
 func ExplainList(ctx context.Context, st Store, q ListQuery) (count, page string, err error) {
 	s := st.(*gormStore)
 	order := search.WithTieBreak(q.Order)
-	if p := termPlan(s.backend, q, order); p != nil {
+	if p := termPlan(q, order); p != nil {
 		query, args := termCountSQL(q.Kind, p)
-		if count, err = s.explain(ctx, s.db.Dialector.Explain(query, args...)); err != nil {
+		if count, err = s.explain(ctx, s.db.Dialector.Explain(s.stmts.rebind(query), args...)); err != nil {
 			return "", "", err
 		}
-		query, args = termPageSQL(q, order, p)
-		page, err = s.explain(ctx, s.db.Dialector.Explain(query, args...))
+		query, args = termPageSQL(s.backend, q, order, p)
+		page, err = s.explain(ctx, s.db.Dialector.Explain(s.stmts.rebind(query), args...))
 		return count, page, err
 	}
 	countSQL := s.db.ToSQL(func(tx *gorm.DB) *gorm.DB {

@@ -38,7 +38,7 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 
 func (s *gormStore) ListResources(ctx context.Context, q ListQuery) (Page, error) {
 	order := search.WithTieBreak(q.Order)
-	if plan := termPlan(s.backend, q, order); plan != nil {
+	if plan := termPlan(q, order); plan != nil {
 		return s.listByTerms(ctx, q, order, plan)
 	}
 	counted := countsMatches(q)

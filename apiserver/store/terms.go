@@ -1,6 +1,7 @@
-// Searches answered by SQLite's term index (schema version 6): the count
-// and the page of a search that is a conjunction of indexed equalities
-// (search.TermPlan) read resource_terms, not the stored documents.
+// Searches answered by the term index (schema version 6 on SQLite, 7 on
+// PostgreSQL): the count and the page of a search that is a conjunction
+// of indexed equalities (search.TermPlan) read resource_terms, not the
+// stored documents.
 
 package store
 
@@ -16,12 +17,12 @@ import (
 )
 
 // termPlan returns the term plan a list runs on, or nil when it runs on
-// its SQL: only SQLite keeps the term index, and its rows carry one kind
-// and the creation time, so a list of one kind, not of a parent's
-// children, in the default order (either direction) qualifies.
-func termPlan(backend string, q ListQuery, order []search.OrderTerm) *search.TermPlan {
+// its SQL: the term index's rows carry one kind and the creation time, so
+// a list of one kind, not of a parent's children, in the default order
+// (either direction) qualifies.
+func termPlan(q ListQuery, order []search.OrderTerm) *search.TermPlan {
 	p := q.Where.Plan
-	if backend != BackendSQLite || p == nil || len(p.Terms) == 0 || q.Kind == "" || q.ParentID != "" {
+	if p == nil || len(p.Terms) == 0 || q.Kind == "" || q.ParentID != "" {
 		return nil
 	}
 	if len(order) != 2 || order[0].Column != "created_time" || order[1].Column != "id" || order[0].Desc != order[1].Desc {
@@ -59,8 +60,9 @@ func termCountSQL(kind string, p *search.TermPlan) (string, []any) {
 
 // termPageSQL reads a term plan's page, and one row more: it walks the
 // first term's rows in (created_time, id) order from the position (an
-// index range, no sort) and stops once the page is full.
-func termPageSQL(q ListQuery, order []search.OrderTerm, p *search.TermPlan) (string, []any) {
+// index range, no sort) and stops once the page is full. SQLite is told
+// the join order (CROSS JOIN); PostgreSQL's planner finds it.
+func termPageSQL(backend string, q ListQuery, order []search.OrderTerm, p *search.TermPlan) (string, []any) {
 	where, args := termMatchSQL(q.Kind, p, "%s")
 	dir, op := "", ">"
 	if order[0].Desc {
@@ -71,7 +73,11 @@ func termPageSQL(q ListQuery, order []search.OrderTerm, p *search.TermPlan) (str
 		args = append(args, q.After[0], q.After[0], q.After[1])
 	}
 	cols := "resources." + strings.ReplaceAll(resourceColumns, ", ", ", resources.")
-	query := "SELECT " + cols + " FROM resource_terms AS d CROSS JOIN resources ON resources.id = d.resource_id WHERE " + where +
+	join := "CROSS JOIN"
+	if backend == BackendPostgres {
+		join = "JOIN"
+	}
+	query := "SELECT " + cols + " FROM resource_terms AS d " + join + " resources ON resources.id = d.resource_id WHERE " + where +
 		" ORDER BY d.created_time" + dir + ", d.resource_id" + dir + " LIMIT ? OFFSET ?"
 	return query, append(args, q.Limit+1, q.Offset)
 }
@@ -127,6 +133,9 @@ func drivenBy(p *search.TermPlan, i int) *search.TermPlan {
 // versions and the count are read in one statement, from one snapshot,
 // and kept.
 func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPlan) (int64, *search.TermPlan, error) {
+	if s.backend == BackendPostgres {
+		return s.termCountPostgres(ctx, kind, p)
+	}
 	query, args := termStatsSQL(kind, p, "")
 	stats := make([]int64, 2*len(p.Terms))
 	if err := s.scanOne(ctx, query, args, stats); err != nil {
@@ -152,6 +161,22 @@ func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPl
 	}
 	s.counts.put(key, stats, total)
 	return total, walk, nil
+}
+
+// termCountPostgres counts a plan's matches on PostgreSQL, every time:
+// it keeps no term_stats, since every create would update the same few
+// rows (c:Ready=False for its kind) and concurrent writers would queue
+// on them. The count reads the B-tree alone (an index-only scan, a
+// residual aside), and the planner, from its own statistics of
+// resource_terms, picks which term to walk. The page walks the plan's
+// first term: labels and spec values before conditions.
+func (s *gormStore) termCountPostgres(ctx context.Context, kind string, p *search.TermPlan) (int64, *search.TermPlan, error) {
+	query, args := termCountSQL(kind, p)
+	var total int64
+	if err := s.scanOne(ctx, query, args, nil, &total); err != nil {
+		return 0, nil, err
+	}
+	return total, p, nil
 }
 
 // scanOne runs a one-row read into ints, then into the extra targets.
@@ -189,7 +214,7 @@ func (s *gormStore) listByTerms(ctx context.Context, q ListQuery, order []search
 	if page.Total == 0 || q.Limit <= 0 || (q.After == nil && int64(q.Offset) >= page.Total) {
 		return page, nil
 	}
-	pageSQL, pageArgs := termPageSQL(q, order, walk)
+	pageSQL, pageArgs := termPageSQL(s.backend, q, order, walk)
 	rows, err := s.query(ctx, pageSQL, pageArgs...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list %s: %w", q.Kind, err)
