@@ -381,29 +381,28 @@ var migrations = []migration{
 			DECLARE
 				labels_changed     boolean := true;
 				conditions_changed boolean := true;
+				conditions         text[];
 			BEGIN
 				IF TG_OP = 'UPDATE' THEN
 					labels_changed := OLD.labels IS DISTINCT FROM NEW.labels;
 					conditions_changed := OLD.condition_terms IS DISTINCT FROM NEW.condition_terms;
-					IF labels_changed THEN
-						DELETE FROM resource_terms WHERE resource_id = NEW.id AND starts_with(term, 'l:');
-					END IF;
-					IF conditions_changed THEN
-						DELETE FROM resource_terms WHERE resource_id = NEW.id AND starts_with(term, 'c:')
-							AND term NOT IN (SELECT v FROM jsonb_array_elements_text(
-								CASE WHEN jsonb_typeof(NEW.condition_terms) = 'array' THEN NEW.condition_terms ELSE '[]' END) AS j(v));
-					END IF;
 				END IF;
 				IF labels_changed THEN
+					IF TG_OP = 'UPDATE' THEN
+						DELETE FROM resource_terms WHERE resource_id = NEW.id AND starts_with(term, 'l:');
+					END IF;
 					INSERT INTO resource_terms (resource_id, term, kind, created_time) ` + labelTermsV7("NEW", "") + `
 						ON CONFLICT DO NOTHING;
 				END IF;
 				IF conditions_changed THEN
+					conditions := ARRAY(SELECT e.x #>> '{}' FROM jsonb_array_elements(
+						CASE WHEN jsonb_typeof(NEW.condition_terms) = 'array' THEN NEW.condition_terms ELSE '[]' END) AS e(x)
+						WHERE jsonb_typeof(e.x) = 'string');
+					IF TG_OP = 'UPDATE' THEN
+						DELETE FROM resource_terms WHERE resource_id = NEW.id AND starts_with(term, 'c:') AND term <> ALL (conditions);
+					END IF;
 					INSERT INTO resource_terms (resource_id, term, kind, created_time)
-						SELECT NEW.id, j.v, NEW.kind, NEW.created_time FROM jsonb_array_elements(
-							CASE WHEN jsonb_typeof(NEW.condition_terms) = 'array' THEN NEW.condition_terms ELSE '[]' END) AS e(x),
-							LATERAL (SELECT e.x #>> '{}' AS v) AS j
-						WHERE jsonb_typeof(e.x) = 'string'
+						SELECT NEW.id, c.term, NEW.kind, NEW.created_time FROM unnest(conditions) AS c(term)
 						ON CONFLICT DO NOTHING;
 				END IF;
 				RETURN NULL;
