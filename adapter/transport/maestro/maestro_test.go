@@ -231,13 +231,19 @@ func TestManifestWorkLifecycleThroughRealMaestro(t *testing.T) {
 		}
 	}
 
-	// Delete: Maestro deletes it, the agent removes what it applied.
+	// Delete: Maestro deletes it, the agent removes what it applied. The
+	// delete is repeated every 5 s while the work is readable, as the
+	// engine does on each run: this agent can lose a delete that reaches
+	// it while it patches the work's status (upstream's race, see
+	// TestDeleteOfADeletingWorkIsPublishedAgain), and the next one heals it.
 	if err := tr.Delete(ctx, "spoke1", ref, "Background"); err != nil {
 		t.Fatal(err)
 	}
+	deleteAgain := redelete(t, tr, "spoke1", ref)
 	eventually(t, 60*time.Second, "deleted", func() (bool, string) {
 		got, err := tr.Get(ctx, "spoke1", ref)
 		if err != nil || got != nil {
+			deleteAgain()
 			return false, fmt.Sprint("still there: ", err)
 		}
 		_, err = e.cs.CoreV1().ConfigMaps(name).Get(ctx, "config", metav1.GetOptions{})
@@ -245,6 +251,23 @@ func TestManifestWorkLifecycleThroughRealMaestro(t *testing.T) {
 	})
 	if err := tr.Delete(ctx, "spoke1", ref, "Background"); err != nil {
 		t.Errorf("deleting an absent ManifestWork: %v", err)
+	}
+}
+
+// redelete returns what a wait for a deletion calls while the work is
+// still there: every 5 s it deletes the work again, as the engine does on
+// each run, since the agent can lose a delete.
+func redelete(t *testing.T, tr transport.Transport, target string, ref transport.Ref) func() {
+	again := time.Now().Add(5 * time.Second)
+	return func() {
+		if time.Now().Before(again) {
+			return
+		}
+		t.Logf("%s still there 5 s after its delete; deleting again", ref.Name)
+		if err := tr.Delete(context.Background(), target, ref, "Background"); err != nil {
+			t.Logf("delete %s again: %v", ref.Name, err)
+		}
+		again = time.Now().Add(5 * time.Second)
 	}
 }
 

@@ -161,11 +161,13 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	if err := tr.Delete(ctx, "spoke1", ref, "Background"); err != nil {
 		t.Fatal(err)
 	}
+	deleteAgain := redelete(t, tr, "spoke1", ref)
 	eventually(t, 60*time.Second, "the deletion reported", func() (bool, string) {
 		got := seen.of(name)
 		if slices.ContainsFunc(got, func(ch transport.Change) bool { return ch.What == transport.ChangeDeleted && ch.Digest == "" }) {
 			return true, ""
 		}
+		deleteAgain()
 		// Tell a deletion the agent has not confirmed yet from one the
 		// watch missed: ask Maestro's REST API, not the cache.
 		return false, fmt.Sprintf("changes %v; Maestro still holds the work: %s", got, restHolds(ctx, c, "spoke1", name))
