@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -51,6 +52,8 @@ type App struct {
 	// workers must use the same.
 	Kinds      *resource.Kinds
 	Registered map[string][]string
+
+	stopCompaction func()
 }
 
 // Build opens the store, migrates it, applies a change of registered
@@ -122,7 +125,46 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		st.Close()
 		return nil, err
 	}
-	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered}, nil
+	compactCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		compactTermCounts(compactCtx, st, termCompactionInterval, opts.Logger)
+	}()
+	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered,
+		stopCompaction: func() { stop(); <-done }}, nil
+}
+
+// termCompactionInterval is how often the API folds appended term-count
+// changes (PostgreSQL): a search's total reads the changes not yet
+// folded, about a second's worth of writes.
+const termCompactionInterval = time.Second
+
+// compactTermCounts runs the store's compaction until ctx ends. A failure
+// is logged when it starts and when it ends, not every second.
+func compactTermCounts(ctx context.Context, st store.Store, every time.Duration, log zerolog.Logger) {
+	if st.Backend() != store.BackendPostgres {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := st.CompactTermCounts(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			log.Warn().Err(err).Msg("term counts not compacted; searches stay exact but read more changes until it succeeds")
+			failing = true
+		case err == nil && failing:
+			log.Info().Msg("term counts compacted again")
+			failing = false
+		}
+	}
 }
 
 // Registration decides each kind's adapters: the override when there is
@@ -152,7 +194,12 @@ func Registration(kinds *resource.Kinds, overrides map[string][]string) (map[str
 }
 
 // Close releases the store.
-func (a *App) Close() error { return a.Store.Close() }
+func (a *App) Close() error {
+	if a.stopCompaction != nil {
+		a.stopCompaction()
+	}
+	return a.Store.Close()
+}
 
 // ParseAdapterList reads a registered-adapter list: a JSON array
 // (["validation","landing-zone"]) or a comma-separated list.

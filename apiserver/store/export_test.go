@@ -125,3 +125,41 @@ func CreateBeforeV6(ctx context.Context, st Store, rs ...*resource.Resource) err
 		return nil
 	})
 }
+
+// TermCounts returns, per "term kind", how many resources the kept counts
+// say hold the term (term_stats on SQLite; term_counts plus the appended
+// deltas on PostgreSQL) and how many resource_terms rows hold it, leaving
+// out terms both put at 0.
+func TermCounts(ctx context.Context, st Store) (kept, exact map[string]int64, err error) {
+	s := st.(*gormStore)
+	keptSQL := "SELECT term, kind, n FROM term_stats"
+	if s.backend == BackendPostgres {
+		keptSQL = `SELECT term, kind, sum(n)::bigint FROM (SELECT term, kind, n FROM term_counts UNION ALL SELECT term, kind, n FROM term_deltas) AS c GROUP BY term, kind`
+	}
+	read := func(query string) (map[string]int64, error) {
+		rows, err := s.sqlDB.QueryContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := map[string]int64{}
+		for rows.Next() {
+			var term, kind string
+			var n int64
+			if err := rows.Scan(&term, &kind, &n); err != nil {
+				return nil, err
+			}
+			if n != 0 {
+				out[term+" "+kind] = n
+			}
+		}
+		return out, rows.Err()
+	}
+	if kept, err = read(keptSQL); err != nil {
+		return nil, nil, fmt.Errorf("kept term counts: %w", err)
+	}
+	if exact, err = read("SELECT term, kind, count(*) FROM resource_terms GROUP BY term, kind"); err != nil {
+		return nil, nil, fmt.Errorf("term rows: %w", err)
+	}
+	return kept, exact, nil
+}

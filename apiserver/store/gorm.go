@@ -52,7 +52,7 @@ type gormStore struct {
 	log     zerolog.Logger
 	qlog    *queryLogger
 	stmts   *statements
-	counts  countCache // totals of term-plan searches (SQLite; terms.go)
+	counts  countCache // totals of term-plan searches (terms.go)
 	kinds   *resource.Kinds
 }
 

@@ -56,6 +56,10 @@ type Store interface {
 	// CountResources counts the stored resources of a kind (deleting ones
 	// included: their workflows still run).
 	CountResources(ctx context.Context, kind string) (int64, error)
+	// CompactTermCounts folds the term-count changes writers appended
+	// (PostgreSQL) into the kept counts, returning how many terms moved.
+	// The API calls it every second; a no-op on SQLite.
+	CompactTermCounts(ctx context.Context) (int64, error)
 
 	// InTx runs fn in one transaction; fn's error rolls it back.
 	InTx(ctx context.Context, fn func(Tx) error) error

@@ -1,7 +1,7 @@
-// Searches answered by the term index (schema version 6 on SQLite, 7 on
-// PostgreSQL): the count and the page of a search that is a conjunction
-// of indexed equalities (search.TermPlan) read resource_terms, not the
-// stored documents.
+// Searches answered by the term index (schema version 6 on SQLite, 7 and
+// 8 on PostgreSQL): the count and the page of a search that is a
+// conjunction of indexed equalities (search.TermPlan) read resource_terms
+// and the kept counts of its terms, not the stored documents.
 
 package store
 
@@ -83,16 +83,34 @@ func termPageSQL(backend string, q ListQuery, order []search.OrderTerm, p *searc
 }
 
 // termStatsSQL selects, in one row, each of a plan's terms' version and
-// count of holders (term_stats; 0 and 0 for a term no resource of the kind
-// has held since version 6), then the given column.
-func termStatsSQL(kind string, p *search.TermPlan, more string) (string, []any) {
+// count of holders, then the given column. On SQLite both are term_stats'
+// (0 and 0 for a term no resource of the kind has held since version 6).
+// On PostgreSQL the count is term_counts' plus the term's deltas, and the
+// version is term_counts' version beside the number of deltas (both move
+// with every change of the holders: deltas are only appended until a
+// compaction folds them and moves the version).
+func termStatsSQL(backend, kind string, p *search.TermPlan, more string) (string, []any) {
 	cols := make([]string, 0, 2*len(p.Terms)+1)
 	var args []any
 	for _, t := range p.Terms {
-		for _, col := range []string{"version", "n"} {
-			cols = append(cols, "COALESCE((SELECT "+col+" FROM term_stats WHERE term = "+t.SQL+" AND kind = ?), 0)")
-			args = append(args, t.Args...)
-			args = append(args, kind)
+		var exprs []string
+		if backend == BackendPostgres {
+			exprs = []string{
+				"COALESCE((SELECT version FROM term_counts WHERE term = %[1]s AND kind = ?), 0) * 4294967296 + (SELECT count(*) FROM term_deltas WHERE term = %[1]s AND kind = ?)",
+				"COALESCE((SELECT n FROM term_counts WHERE term = %[1]s AND kind = ?), 0) + COALESCE((SELECT sum(n) FROM term_deltas WHERE term = %[1]s AND kind = ?), 0)",
+			}
+		} else {
+			exprs = []string{
+				"COALESCE((SELECT version FROM term_stats WHERE term = %[1]s AND kind = ?), 0)",
+				"COALESCE((SELECT n FROM term_stats WHERE term = %[1]s AND kind = ?), 0)",
+			}
+		}
+		for _, e := range exprs {
+			cols = append(cols, fmt.Sprintf(e, t.SQL))
+			for range strings.Count(e, "%[1]s") {
+				args = append(args, t.Args...)
+				args = append(args, kind)
+			}
 		}
 	}
 	if more != "" {
@@ -125,18 +143,15 @@ func drivenBy(p *search.TermPlan, i int) *search.TermPlan {
 
 // termCount is a plan's total, and the plan ordered to walk its rarest
 // term. A term no resource of the kind holds makes the total 0, and one
-// term alone (no residual) has its total in term_stats. Otherwise a total
-// counted earlier is reused while the versions of its terms are unchanged:
-// the versions move with every change of the postings the count read (a
-// number's residual included, since any change of a spec rewrites its
-// spec terms), so equal versions mean an equal count. Failing that, the
-// versions and the count are read in one statement, from one snapshot,
-// and kept.
+// term alone (no residual) has its total in the kept counts. Otherwise a
+// total counted earlier is reused while the versions of its terms are
+// unchanged: the versions move with every change of the postings the
+// count read (a number's residual included, since any change of a spec
+// rewrites its spec terms), so equal versions mean an equal count.
+// Failing that, the versions and the count are read in one statement,
+// from one snapshot, and kept.
 func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPlan) (int64, *search.TermPlan, error) {
-	if s.backend == BackendPostgres {
-		return s.termCountPostgres(ctx, kind, p)
-	}
-	query, args := termStatsSQL(kind, p, "")
+	query, args := termStatsSQL(s.backend, kind, p, "")
 	stats := make([]int64, 2*len(p.Terms))
 	if err := s.scanOne(ctx, query, args, stats); err != nil {
 		return 0, nil, err
@@ -154,29 +169,13 @@ func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPl
 		return total, walk, nil
 	}
 	countSQL, countArgs := termCountSQL(kind, walk)
-	query, args = termStatsSQL(kind, p, "("+countSQL+")")
+	query, args = termStatsSQL(s.backend, kind, p, "("+countSQL+")")
 	var total int64
 	if err := s.scanOne(ctx, query, append(args, countArgs...), stats, &total); err != nil {
 		return 0, nil, err
 	}
 	s.counts.put(key, stats, total)
 	return total, walk, nil
-}
-
-// termCountPostgres counts a plan's matches on PostgreSQL, every time:
-// it keeps no term_stats, since every create would update the same few
-// rows (c:Ready=False for its kind) and concurrent writers would queue
-// on them. The count reads the B-tree alone (an index-only scan, a
-// residual aside), and the planner, from its own statistics of
-// resource_terms, picks which term to walk. The page walks the plan's
-// first term: labels and spec values before conditions.
-func (s *gormStore) termCountPostgres(ctx context.Context, kind string, p *search.TermPlan) (int64, *search.TermPlan, error) {
-	query, args := termCountSQL(kind, p)
-	var total int64
-	if err := s.scanOne(ctx, query, args, nil, &total); err != nil {
-		return 0, nil, err
-	}
-	return total, p, nil
 }
 
 // scanOne runs a one-row read into ints, then into the extra targets.

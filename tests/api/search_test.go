@@ -1,11 +1,15 @@
 package api
 
 import (
+	"fmt"
+	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -146,4 +150,46 @@ func TestSQLInjection(t *testing.T) {
 			t.Errorf("after the attacks %d clusters exist, want 2", l.Total)
 		}
 	})
+}
+
+// TestTermCountsCompactedByTheAPI: on PostgreSQL every create appends
+// term-count changes (schema version 8); the running API folds them into
+// the kept counts within seconds, and a search's total is the same before
+// and after.
+func TestTermCountsCompactedByTheAPI(t *testing.T) {
+	e := newEnv(t, store.BackendPostgres)
+	for i := range 5 {
+		e.createCluster(fmt.Sprintf("compact-%d", i))
+	}
+	q := "/clusters?search=" + url.QueryEscape("status.conditions.Ready='False'")
+	var before, after struct {
+		Total int `json:"total"`
+	}
+	e.do(http.MethodGet, base+q, nil).expect(http.StatusOK).into(&before)
+	if before.Total != 5 {
+		t.Fatalf("total %d before compaction, want 5", before.Total)
+	}
+	db := e.app.Store.SQLDB()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var pending int
+		if err := db.QueryRow("SELECT count(*) FROM term_deltas").Scan(&pending); err != nil {
+			t.Fatal(err)
+		}
+		var kept int
+		if err := db.QueryRow("SELECT count(*) FROM term_counts WHERE term = 'c:Ready=False' AND n = 5").Scan(&kept); err != nil {
+			t.Fatal(err)
+		}
+		if pending == 0 && kept == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s, %d term-count changes not folded (c:Ready=False kept at 5: %v)", pending, kept == 1)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.do(http.MethodGet, base+q, nil).expect(http.StatusOK).into(&after)
+	if after.Total != before.Total {
+		t.Errorf("total %d after compaction, %d before", after.Total, before.Total)
+	}
 }
