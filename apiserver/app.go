@@ -129,7 +129,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		compactTermCounts(compactCtx, st, termCompactionInterval, opts.Logger)
+		compactTermCounts(compactCtx, st, termCompactionInterval, m, opts.Logger)
 	}()
 	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered,
 		stopCompaction: func() { stop(); <-done }}, nil
@@ -142,7 +142,7 @@ const termCompactionInterval = time.Second
 
 // compactTermCounts runs the store's compaction until ctx ends. A failure
 // is logged when it starts and when it ends, not every second.
-func compactTermCounts(ctx context.Context, st store.Store, every time.Duration, log zerolog.Logger) {
+func compactTermCounts(ctx context.Context, st store.Store, every time.Duration, m *metrics.Metrics, log zerolog.Logger) {
 	if st.Backend() != store.BackendPostgres {
 		return
 	}
@@ -155,9 +155,13 @@ func compactTermCounts(ctx context.Context, st store.Store, every time.Duration,
 			return
 		case <-t.C:
 		}
-		_, err := st.CompactTermCounts(ctx)
+		moved, err := st.CompactTermCounts(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		m.TermCompaction(moved, err)
 		switch {
-		case err != nil && ctx.Err() == nil && !failing:
+		case err != nil && !failing:
 			log.Warn().Err(err).Msg("term counts not compacted; searches stay exact but read more changes until it succeeds")
 			failing = true
 		case err == nil && failing:

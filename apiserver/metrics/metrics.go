@@ -23,6 +23,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	reports  *prometheus.CounterVec
+	compacts *prometheus.CounterVec
 }
 
 // New registers the API's metrics; db may be nil.
@@ -42,8 +43,12 @@ func New(db *sql.DB) *Metrics {
 			Name: "hyperfleet_api_status_reports_total",
 			Help: "Adapter status reports, by kind, adapter and outcome (stored, discarded, rejected).",
 		}, []string{"kind", "adapter", "outcome"}),
+		compacts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hyperfleet_api_term_compactions_total",
+			Help: "Compactions of appended term-count changes (PostgreSQL), by outcome (folded: some terms moved, idle: nothing to fold or another replica at it, failed).",
+		}, []string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.requests, m.latency, m.reports,
+	m.Registry.MustRegister(m.requests, m.latency, m.reports, m.compacts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if db != nil {
 		m.Registry.MustRegister(collectors.NewDBStatsCollector(db, "hyperfleet"))
@@ -73,6 +78,19 @@ func (m *Metrics) StatusReport(kind, adapter, outcome string) {
 }
 
 // Handler serves /metrics.
+// TermCompaction counts one compaction of term-count changes: failed
+// when err is set, folded when it moved terms, idle otherwise.
+func (m *Metrics) TermCompaction(moved int64, err error) {
+	outcome := "idle"
+	switch {
+	case err != nil:
+		outcome = "failed"
+	case moved > 0:
+		outcome = "folded"
+	}
+	m.compacts.WithLabelValues(outcome).Inc()
+}
+
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 }

@@ -192,4 +192,19 @@ func TestTermCountsCompactedByTheAPI(t *testing.T) {
 	if after.Total != before.Total {
 		t.Errorf("total %d after compaction, %d before", after.Total, before.Total)
 	}
+	metrics := string(e.do(http.MethodGet, "/metrics", nil).expect(http.StatusOK).body)
+	if !strings.Contains(metrics, `hyperfleet_api_term_compactions_total{outcome="folded"}`) {
+		t.Errorf("/metrics counts no folding compaction:\n%s", grepLines(metrics, "hyperfleet_api_term_compactions_total"))
+	}
+}
+
+// grepLines keeps the lines of text that contain what.
+func grepLines(text, what string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, what) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
