@@ -450,6 +450,11 @@ var migrations = []migration{
 				n    INTEGER NOT NULL
 			)`,
 			`CREATE INDEX term_deltas_term ON term_deltas (term, kind)`,
+			// No primary key keeps appends cheap; a full replica identity
+			// lets logical replication of every table carry the
+			// compaction's deletes (it refuses deletes from a table with
+			// none). It costs WAL only under wal_level = logical.
+			`ALTER TABLE term_deltas REPLICA IDENTITY FULL`,
 			// A row is never deleted: a term's version must not start
 			// again at 0, where an earlier total could still be kept.
 			`CREATE TABLE term_counts (

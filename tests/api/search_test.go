@@ -170,6 +170,10 @@ func TestTermCountsCompactedByTheAPI(t *testing.T) {
 		t.Fatalf("total %d before compaction, want 5", before.Total)
 	}
 	db := e.app.Store.SQLDB()
+	var identity string
+	if err := db.QueryRow("SELECT relreplident::text FROM pg_class WHERE relname = 'term_deltas'").Scan(&identity); err != nil || identity != "f" {
+		t.Errorf("term_deltas replica identity %q (%v), want f (full): logical replication would refuse the compaction's deletes", identity, err)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var pending int
