@@ -5,8 +5,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 )
 
@@ -56,7 +54,7 @@ func (s *gormStore) CompactTermCounts(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("compact term counts: %w", err)
 	}
-	if err := tx.Commit(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("compact term counts: %w", err)
 	}
 	return res.RowsAffected()
