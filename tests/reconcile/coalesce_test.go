@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -65,10 +66,14 @@ func TestRapidPatchesCoalesce(t *testing.T) {
 			t.Errorf("%s ran %d times for generation 4, want at most once (rapid bumps coalesce)", a, finalReports[a])
 		}
 	}
-	v, err := s.view(resource.KindCluster, c.ID)
-	if err != nil || v.Generation != 4 || !v.Reconciled {
-		t.Errorf("workflow view = %+v, %v", v, err)
-	}
+	// The API turns Ready at the last report; the workflow records
+	// Reconciled after its read-back that follows, so its view may lag.
+	var v reconcile.View
+	eventually(t, 30*time.Second, func() (bool, string) {
+		var err error
+		v, err = s.view(resource.KindCluster, c.ID)
+		return err == nil && v.Generation == 4 && v.Reconciled, fmt.Sprintf("workflow view = %+v, %v", v, err)
+	}, nil)
 	t.Logf("rounds: %d for 4 generations", v.Round)
 	s.recordHistory("cluster-rapid-patches", resource.KindCluster, c.ID)
 }

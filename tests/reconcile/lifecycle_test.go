@@ -48,10 +48,13 @@ func TestCreatePatchDelete(t *testing.T) {
 			t.Errorf("nodepool-config did not create the ConfigMap of %s", np.Name)
 		}
 	}
-	v, err := s.view(resource.KindCluster, c.ID)
-	if err != nil || !v.Reconciled || v.Generation != 1 || v.Phase != reconcile.PhaseStable {
-		t.Errorf("cluster workflow view = %+v, %v; want reconciled at generation 1, waiting in the stability window", v, err)
-	}
+	// The workflow records Reconciled after the read-back that follows the
+	// API's Ready, so its view may lag the API by a workflow task.
+	eventually(t, 30*time.Second, func() (bool, string) {
+		v, err := s.view(resource.KindCluster, c.ID)
+		return err == nil && v.Reconciled && v.Generation == 1 && v.Phase == reconcile.PhaseStable,
+			fmt.Sprintf("cluster workflow view = %+v, %v; want reconciled at generation 1, waiting in the stability window", v, err)
+	}, nil)
 	// An operator finds the cluster's workflow by its search attributes
 	// (visibility is eventually consistent).
 	wantID := reconcile.WorkflowID(resource.KindCluster, c.ID)
