@@ -21,10 +21,10 @@ import (
 // PostgreSQL's index holds label and condition terms only (schema
 // version 7): its spec equality follows PostgreSQL's own rules (a quoted
 // '3' also matches the number 3, a numeric segment also names an object
-// key), which no single term renders. A search there with a spec
-// equality has no plan: its GIN indexes, intersected, leave fewer rows to
-// read than the terms would (measured at 100,000 clusters: 90 against 23
-// searches a second).
+// key), which no single term renders. There a spec equality is all
+// Residual, checked on the rows the label and condition terms leave; a
+// search of spec equalities alone has no terms, so no plan, and keeps
+// the GIN indexes.
 type TermPlan struct {
 	// Terms are SQL expressions, each yielding one term, with their
 	// values. The store walks the term the fewest resources hold; labels
@@ -76,11 +76,10 @@ func planTerms(tree *tsl.TSLNode, d Dialect, opts Options) *TermPlan {
 			}
 			conditions = append(conditions, Where{SQL: t.bind(ConditionTerm(f.cond, lit.text)), Args: t.args})
 		case specField:
-			if d == Postgres {
-				return nil
+			if d == SQLite {
+				first = append(first, Where{SQL: t.specTerm(f, lit), Args: t.args})
 			}
-			first = append(first, Where{SQL: t.specTerm(f, lit), Args: t.args})
-			if lit.isNum {
+			if lit.isNum || d == Postgres {
 				exact := translator{dialect: d, opts: opts}
 				sql, err := exact.specCompare(f, tsl.OpEQ, lit)
 				if err != nil {
@@ -92,6 +91,9 @@ func planTerms(tree *tsl.TSLNode, d Dialect, opts Options) *TermPlan {
 		default:
 			return nil
 		}
+	}
+	if len(first)+len(conditions) == 0 {
+		return nil
 	}
 	p := &TermPlan{Terms: append(first, conditions...)}
 	if len(residual) > 0 {

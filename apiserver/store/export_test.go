@@ -163,3 +163,14 @@ func TermCounts(ctx context.Context, st Store) (kept, exact map[string]int64, er
 	}
 	return kept, exact, nil
 }
+
+// MaxSpecWalk and SetMaxSpecWalk read and set the walk bound past which a
+// PostgreSQL term plan's page with a spec residual is read by its SQL
+// form; SetMaxSpecWalk returns the function that restores it.
+func MaxSpecWalk() int64 { return maxSpecWalk }
+
+func SetMaxSpecWalk(n int64) (restore func()) {
+	old := maxSpecWalk
+	maxSpecWalk = n
+	return func() { maxSpecWalk = old }
+}

@@ -41,6 +41,11 @@ func (s *gormStore) ListResources(ctx context.Context, q ListQuery) (Page, error
 	if plan := termPlan(q, order); plan != nil {
 		return s.listByTerms(ctx, q, order, plan)
 	}
+	return s.listBySQL(ctx, q, order)
+}
+
+// listBySQL is ListResources on the search's SQL form.
+func (s *gormStore) listBySQL(ctx context.Context, q ListQuery, order []search.OrderTerm) (Page, error) {
 	counted := countsMatches(q)
 	page := Page{Items: []resource.Resource{}}
 	if !counted || q.Limit <= 0 {

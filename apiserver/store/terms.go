@@ -63,7 +63,17 @@ func termCountSQL(kind string, p *search.TermPlan) (string, []any) {
 // index range, no sort) and stops once the page is full. SQLite is told
 // the join order (CROSS JOIN); PostgreSQL's planner finds it.
 func termPageSQL(backend string, q ListQuery, order []search.OrderTerm, p *search.TermPlan) (string, []any) {
-	where, args := termMatchSQL(q.Kind, p, "%s")
+	residual := "%s"
+	if backend == BackendPostgres {
+		// PostgreSQL guesses an equality on an expression it has no
+		// statistics for matches 1 row in 200, so it expects the page to
+		// need every walked row, and sorts them all (264 ms at 100,000
+		// clusters for a shard, Ready and spec.nodes). Under COALESCE,
+		// which changes no result in a WHERE, it guesses one in two, and
+		// walks the term in order until the page is full (20 ms).
+		residual = "COALESCE(%s, FALSE)"
+	}
+	where, args := termMatchSQL(q.Kind, p, residual)
 	dir, op := "", ">"
 	if order[0].Desc {
 		dir, op = " DESC", "<"
@@ -82,36 +92,45 @@ func termPageSQL(backend string, q ListQuery, order []search.OrderTerm, p *searc
 	return query, append(args, q.Limit+1, q.Offset)
 }
 
+// specChangesTerm is PostgreSQL's marker of spec changes: every change of
+// a stored spec appends a zero delta for it (schema version 9), so its
+// version moves with any spec of the kind. No resource holds it.
+const specChangesTerm = "s:*"
+
+// Term statistics on PostgreSQL: a term's count is term_counts' plus its
+// deltas, and its version term_counts' beside the number of deltas (both
+// move with every change of the holders: deltas are only appended until
+// a compaction folds them and moves the version).
+const (
+	pgTermVersion = "COALESCE((SELECT version FROM term_counts WHERE term = %[1]s AND kind = ?), 0) * 4294967296 + (SELECT count(*) FROM term_deltas WHERE term = %[1]s AND kind = ?)"
+	pgTermCount   = "COALESCE((SELECT n FROM term_counts WHERE term = %[1]s AND kind = ?), 0) + COALESCE((SELECT sum(n) FROM term_deltas WHERE term = %[1]s AND kind = ?), 0)"
+)
+
 // termStatsSQL selects, in one row, each of a plan's terms' version and
-// count of holders, then the given column. On SQLite both are term_stats'
-// (0 and 0 for a term no resource of the kind has held since version 6).
-// On PostgreSQL the count is term_counts' plus the term's deltas, and the
-// version is term_counts' version beside the number of deltas (both move
-// with every change of the holders: deltas are only appended until a
-// compaction folds them and moves the version).
+// count of holders, then (see statsLen) the version of the spec-changes
+// marker, then the given column. On SQLite both are term_stats' (0 and 0
+// for a term no resource of the kind has held since version 6).
 func termStatsSQL(backend, kind string, p *search.TermPlan, more string) (string, []any) {
-	cols := make([]string, 0, 2*len(p.Terms)+1)
+	cols := make([]string, 0, 2*len(p.Terms)+2)
 	var args []any
+	add := func(e string, term search.Where) {
+		cols = append(cols, fmt.Sprintf(e, term.SQL))
+		for range strings.Count(e, "%[1]s") {
+			args = append(args, term.Args...)
+			args = append(args, kind)
+		}
+	}
 	for _, t := range p.Terms {
-		var exprs []string
 		if backend == BackendPostgres {
-			exprs = []string{
-				"COALESCE((SELECT version FROM term_counts WHERE term = %[1]s AND kind = ?), 0) * 4294967296 + (SELECT count(*) FROM term_deltas WHERE term = %[1]s AND kind = ?)",
-				"COALESCE((SELECT n FROM term_counts WHERE term = %[1]s AND kind = ?), 0) + COALESCE((SELECT sum(n) FROM term_deltas WHERE term = %[1]s AND kind = ?), 0)",
-			}
+			add(pgTermVersion, t)
+			add(pgTermCount, t)
 		} else {
-			exprs = []string{
-				"COALESCE((SELECT version FROM term_stats WHERE term = %[1]s AND kind = ?), 0)",
-				"COALESCE((SELECT n FROM term_stats WHERE term = %[1]s AND kind = ?), 0)",
-			}
+			add("COALESCE((SELECT version FROM term_stats WHERE term = %[1]s AND kind = ?), 0)", t)
+			add("COALESCE((SELECT n FROM term_stats WHERE term = %[1]s AND kind = ?), 0)", t)
 		}
-		for _, e := range exprs {
-			cols = append(cols, fmt.Sprintf(e, t.SQL))
-			for range strings.Count(e, "%[1]s") {
-				args = append(args, t.Args...)
-				args = append(args, kind)
-			}
-		}
+	}
+	if specResidual(backend, p) {
+		add(pgTermVersion, search.Where{SQL: "?", Args: []any{specChangesTerm}})
 	}
 	if more != "" {
 		cols = append(cols, more)
@@ -119,11 +138,28 @@ func termStatsSQL(backend, kind string, p *search.TermPlan, more string) (string
 	return "SELECT " + strings.Join(cols, ", "), args
 }
 
+// specResidual reports whether a plan's residual checks spec values no
+// term follows: on PostgreSQL, whose index has no spec terms, every
+// residual does. (SQLite's residual rechecks a number whose spec term
+// it also holds, and that term moves with the spec.)
+func specResidual(backend string, p *search.TermPlan) bool {
+	return backend == BackendPostgres && p.Residual.SQL != ""
+}
+
+// statsLen is how many numbers termStatsSQL selects before its extra
+// column: a version and a count per term, and the marker's version.
+func statsLen(backend string, p *search.TermPlan) int {
+	if specResidual(backend, p) {
+		return 2*len(p.Terms) + 1
+	}
+	return 2 * len(p.Terms)
+}
+
 // rarest is the index of the term held by the fewest resources (the first
-// such), given each term's version and count as termStatsSQL reads them.
-func rarest(stats []int64) int {
+// such), given n terms' versions and counts as termStatsSQL reads them.
+func rarest(stats []int64, n int) int {
 	best := 0
-	for i := 1; i < len(stats)/2; i++ {
+	for i := 1; i < n; i++ {
 		if stats[2*i+1] < stats[2*best+1] {
 			best = i
 		}
@@ -147,35 +183,58 @@ func drivenBy(p *search.TermPlan, i int) *search.TermPlan {
 // total counted earlier is reused while the versions of its terms are
 // unchanged: the versions move with every change of the postings the
 // count read (a number's residual included, since any change of a spec
-// rewrites its spec terms), so equal versions mean an equal count.
-// Failing that, the versions and the count are read in one statement,
-// from one snapshot, and kept.
-func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPlan) (int64, *search.TermPlan, error) {
+// rewrites its spec terms; on PostgreSQL the spec-changes marker moves),
+// so equal versions mean an equal count. Failing that, the versions and
+// the count are read in one statement, from one snapshot, and kept. On
+// PostgreSQL a plan with a spec residual is counted by its search's SQL
+// form (where): its GIN indexes, intersected, leave fewer rows to read
+// than the walk, which reads every holder's row (70 against 190 ms at
+// 100,000 clusters for a shard, Ready and spec.nodes).
+// It also returns how many resources hold the walked term.
+func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPlan, where search.Where) (total int64, walk *search.TermPlan, held int64, err error) {
 	query, args := termStatsSQL(s.backend, kind, p, "")
-	stats := make([]int64, 2*len(p.Terms))
+	stats := make([]int64, statsLen(s.backend, p))
 	if err := s.scanOne(ctx, query, args, stats); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
-	first := rarest(stats)
-	walk := drivenBy(p, first)
+	first := rarest(stats, len(p.Terms))
+	walk = drivenBy(p, first)
 	switch {
 	case stats[2*first+1] <= 0:
-		return 0, walk, nil
+		return 0, walk, 0, nil
 	case len(p.Terms) == 1 && p.Residual.SQL == "":
-		return stats[1], walk, nil
+		return stats[1], walk, stats[1], nil
 	}
 	key := countKey(kind, p)
 	if total, ok := s.counts.get(key, stats); ok {
-		return total, walk, nil
+		return total, walk, stats[2*first+1], nil
 	}
 	countSQL, countArgs := termCountSQL(kind, walk)
+	if specResidual(s.backend, p) {
+		countSQL, countArgs = "SELECT count(*) FROM resources WHERE resources.kind = ? AND ("+where.SQL+")", append([]any{kind}, where.Args...)
+	}
 	query, args = termStatsSQL(s.backend, kind, p, "("+countSQL+")")
-	var total int64
 	if err := s.scanOne(ctx, query, append(args, countArgs...), stats, &total); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	s.counts.put(key, stats, total)
-	return total, walk, nil
+	// The statement re-read the stats: the walked term stays the rarest
+	// the count was taken with.
+	return total, walk, stats[2*first+1], nil
+}
+
+// maxSpecWalk bounds the rows a page of a PostgreSQL term plan with a spec
+// residual may expect to walk, reading each row to check its spec: a spec
+// value rare among the walked term's holders (Ready=True beside one
+// region) would read most of them for each page, where the search's SQL
+// form finds the few rows through the GIN index on spec. A variable for
+// tests.
+var maxSpecWalk int64 = 5000
+
+// walksTooFar reports whether a page of limit rows expects to read more
+// than maxSpecWalk of the walked term's held rows, total of which match.
+func walksTooFar(held, total int64, limit int) bool {
+	return total > 0 && held*int64(limit+1) > maxSpecWalk*total
 }
 
 // scanOne runs a one-row read into ints, then into the extra targets.
@@ -205,9 +264,12 @@ func (s *gormStore) scanOne(ctx context.Context, query string, args []any, ints 
 // the page by one walk of the index from the rarest term.
 func (s *gormStore) listByTerms(ctx context.Context, q ListQuery, order []search.OrderTerm, p *search.TermPlan) (Page, error) {
 	page := Page{Items: []resource.Resource{}}
-	total, walk, err := s.termCount(ctx, q.Kind, p)
+	total, walk, held, err := s.termCount(ctx, q.Kind, p, q.Where)
 	if err != nil {
 		return Page{}, fmt.Errorf("count %s: %w", q.Kind, err)
+	}
+	if specResidual(s.backend, p) && q.Limit > 0 && walksTooFar(held, total, q.Limit) {
+		return s.listBySQL(ctx, q, order)
 	}
 	page.Total = total
 	if page.Total == 0 || q.Limit <= 0 || (q.After == nil && int64(q.Offset) >= page.Total) {
