@@ -21,6 +21,23 @@ func TestDigestJudgesReadinessAndContent(t *testing.T) {
 	failed := map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
 	edited := job(0, complete)
 	edited["spec"] = map[string]any{"backoffLimit": 3}
+	counted := func(field string, n int) Object {
+		o := job(0)
+		o["status"].(map[string]any)[field] = n
+		return o
+	}
+	restarted := job(1)
+	restarted["status"].(map[string]any)["startTime"] = "2026-11-23T10:05:00Z"
+	restarted["status"].(map[string]any)["ready"] = 1
+	notBatch := func(active int) Object {
+		o := job(active)
+		o["apiVersion"] = "example.com/v1"
+		return o
+	}
+	replicaSet := func(ready int) Object {
+		return Object{"apiVersion": "apps/v1", "kind": "ReplicaSet", "spec": map[string]any{"replicas": 1},
+			"status": map[string]any{"replicas": 1, "readyReplicas": ready}}
+	}
 	noConds := Object{"kind": "ConfigMap", "data": map[string]any{"a": "1"}}
 	noCondsEdited := Object{"kind": "ConfigMap", "data": map[string]any{"a": "2"}}
 
@@ -29,7 +46,11 @@ func TestDigestJudgesReadinessAndContent(t *testing.T) {
 		a, b Object
 		same bool
 	}{
-		{"no conditions yet: the whole status counts", job(1), job(0), false},
+		{"a running Job's pods and start time move", job(0), restarted, true},
+		{"a Job's pod succeeds", counted("succeeded", 0), counted("succeeded", 1), false},
+		{"a Job's pod fails", counted("failed", 0), counted("failed", 1), false},
+		{"no conditions or phase: the whole status counts", replicaSet(0), replicaSet(1), false},
+		{"a kind named Job outside the batch group: the whole status counts", notBatch(0), notBatch(1), false},
 		{"counters and times around the same conditions", job(1, complete), job(0, completeLater), true},
 		{"metadata only", job(0, complete), func() Object {
 			o := job(0, complete)

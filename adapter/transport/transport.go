@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Object is a Kubernetes-style object as decoded JSON.
@@ -204,7 +205,7 @@ func Digest(obj Object) string {
 		}
 	}
 	content, _ := json.Marshal(rest)
-	ready, _ := json.Marshal(Readiness(obj["status"]))
+	ready, _ := json.Marshal(ObjectReadiness(obj))
 	h := sha256.New()
 	h.Write(content)
 	h.Write([]byte{0})
@@ -212,12 +213,37 @@ func Digest(obj Object) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// ReadinessSum is a short digest of Readiness(status): what a watch
+// ReadinessSum is a short digest of ObjectReadiness(obj): what a watch
 // compares to tell a change of readiness from any other status update.
-func ReadinessSum(status any) string {
-	raw, _ := json.Marshal(Readiness(status))
+func ReadinessSum(obj Object) string {
+	raw, _ := json.Marshal(ObjectReadiness(obj))
 	h := sha256.Sum256(raw)
 	return hex.EncodeToString(h[:8])
+}
+
+// ObjectReadiness is Readiness(obj's status), except for a Job: a Job has
+// no conditions until it ends, and its status moves while it runs (start
+// time, active and ready pods), so by the general rule each of those
+// moves would wake the workflow for a round that finds the Job still
+// running (one round in six for a cluster of the shipped adapters). A
+// Job's readiness is its conditions and its succeeded and failed counts.
+func ObjectReadiness(obj Object) any {
+	status, isMap := obj["status"].(map[string]any)
+	if !isMap || obj["kind"] != "Job" || !isBatchGroup(obj["apiVersion"]) {
+		return Readiness(obj["status"])
+	}
+	conds, _ := status["conditions"].([]any)
+	return appendConditions([]string{
+		fmt.Sprint("succeeded=", status["succeeded"]),
+		fmt.Sprint("failed=", status["failed"]),
+	}, conds)
+}
+
+// isBatchGroup reports whether apiVersion is in the batch API group
+// ("batch/v1", and any later version).
+func isBatchGroup(apiVersion any) bool {
+	v, _ := apiVersion.(string)
+	return strings.HasPrefix(v, "batch/")
 }
 
 // Readiness is the part of a status that says how ready an object is: for

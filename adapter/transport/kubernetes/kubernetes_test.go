@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/transporttest"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
@@ -89,4 +91,77 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	transporttest.Run(t, transporttest.Suite{Transport: tr, Within: 30 * time.Second, Object: transporttest.ConfigMaps("default")})
+}
+
+// A running Job's status moves (start time, active and ready pods) long
+// before it has a condition; none of that is a change of readiness, so
+// the watch stays quiet until the Job ends. Runs the real Job controller
+// and the pod stand-in, which lets the Job's pod succeed a second after it
+// exists. Contract: "what an adapter applied wakes its resource's workflow
+// when it changes readiness".
+func TestWatchWaitsForAJobToEnd(t *testing.T) {
+	k := testenv.KubeAPI(t)
+	pods, err := k.StartPodStandIn(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pods.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	changes := make(chan transport.Change, 16)
+	tr, err := New(k.Config, "hyperfleet-test", WithWatch(Watch{Adapter: "job-watch", Context: ctx, Logger: zerolog.Nop(),
+		Notify: func(c transport.Change) { changes <- c }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := transport.Object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "job-watch"}}
+	if _, err := tr.Create(ctx, "", ns); err != nil {
+		t.Fatal(err)
+	}
+	job := transport.Object{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{
+		"name": "j", "namespace": "job-watch",
+		"labels":      map[string]any{transport.LabelAdapter: "job-watch", transport.LabelOwnerKind: "Cluster", transport.LabelOwnerID: "c1"},
+		"annotations": map[string]any{"hyperfleet.io/generation": "1"}},
+		"spec": map[string]any{"backoffLimit": 0, "template": map[string]any{"spec": map[string]any{
+			"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "example.invalid/validate"}}}}}}
+	if _, err := tr.Create(ctx, "", job); err != nil {
+		t.Fatal(err)
+	}
+	var sawRunning bool
+	for {
+		select {
+		case c := <-changes:
+			live, err := tr.Get(ctx, "", transport.RefOf(job))
+			if err != nil {
+				t.Fatal(err)
+			}
+			status, _ := live["status"].(map[string]any)
+			conds, _ := status["conditions"].([]any)
+			if len(conds) == 0 {
+				t.Fatalf("notice %v for a Job that has no condition yet (status %v): a running Job's progress woke the adapter", c, status)
+			}
+			if c.What != transport.ChangeStatus || c.OwnerID != "c1" {
+				t.Errorf("notice %+v, want a status change of cluster c1's Job", c)
+			}
+			if !sawRunning {
+				t.Fatalf("the Job ended (%v) before the test saw it run", conds)
+			}
+			for _, cond := range conds {
+				if m, _ := cond.(map[string]any); m["type"] == "Complete" && m["status"] == "True" {
+					return
+				}
+			}
+		case <-time.After(20 * time.Millisecond):
+			if !sawRunning {
+				live, err := tr.Get(ctx, "", transport.RefOf(job))
+				if err != nil {
+					t.Fatal(err)
+				}
+				status, _ := live["status"].(map[string]any)
+				sawRunning = status["active"] != nil && status["conditions"] == nil
+			}
+		case <-ctx.Done():
+			t.Fatalf("no notice that the Job completed (running seen: %v)", sawRunning)
+		}
+	}
 }

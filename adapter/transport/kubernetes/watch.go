@@ -141,7 +141,7 @@ func slim(obj any) (any, error) {
 	out.SetAnnotations(map[string]string{
 		taskconfig.GenerationAnnotation: u.GetAnnotations()[taskconfig.GenerationAnnotation],
 		contentHash:                     sum(rest),
-		readinessHash:                   transport.ReadinessSum(u.Object["status"]),
+		readinessHash:                   transport.ReadinessSum(u.Object),
 		digestKey:                       transport.Digest(u.Object),
 	})
 	return out, nil

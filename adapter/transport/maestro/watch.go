@@ -252,7 +252,7 @@ func (c *Client) observe(evt watch.Event) {
 	if err != nil {
 		return
 	}
-	readiness := transport.ReadinessSum(obj["status"])
+	readiness := transport.ReadinessSum(obj)
 	update := work.Annotations[sequenceAnnotation] != ""
 
 	c.watchMu.Lock()
