@@ -109,6 +109,7 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		res.Resources = append(res.Resources, step.Name+"="+strings.ToLower(step.Operation))
 	}
 	res.Seen = seenObjects(st.Resources)
+	res.Watched = a.Engine.WatchesResources()
 	return res, nil
 }
 

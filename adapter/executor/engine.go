@@ -137,6 +137,22 @@ func (e *Engine) Name() string { return e.name }
 // without resources (a validation adapter) only records the phase's outcome.
 func (e *Engine) HasResources() bool { return len(e.task.Resources) > 0 }
 
+// WatchesResources reports whether every resource's transport watches
+// what it applies (and so stamps the labels its watch selects): a change of
+// readiness of anything this adapter applies then wakes the workflow.
+func (e *Engine) WatchesResources() bool {
+	if len(e.task.Resources) == 0 {
+		return false
+	}
+	for i := range e.task.Resources {
+		w, ok := e.opts.Transports[e.task.Resources[i].Client()].(transport.Watcher)
+		if !ok || !w.Watches() {
+			return false
+		}
+	}
+	return true
+}
+
 // Task exposes the task config (for tooling).
 func (e *Engine) Task() *taskconfig.TaskConfig { return e.task }
 

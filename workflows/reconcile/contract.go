@@ -154,6 +154,18 @@ type Options struct {
 	StabilityJitter float64 `json:"stability_jitter,omitempty"`
 }
 
+// WatchedBackoffFactor is how many initial backoffs a round waits when
+// every adapter not done waits only on objects its worker watches.
+const WatchedBackoffFactor = 10
+
+// watchedBackoff is the shortest wait after a round that waits only on
+// watched objects: ten initial backoffs (10 s by default), at most the
+// longest backoff. The watch says when those objects change, usually
+// sooner; a 1-s timer would only run a round that finds them unchanged.
+func (o Options) watchedBackoff() time.Duration {
+	return min(WatchedBackoffFactor*o.InitialBackoff, o.MaxBackoff)
+}
+
 // WithDefaults fills unset options.
 func (o Options) WithDefaults() Options {
 	if o.InitialBackoff <= 0 {
@@ -271,6 +283,11 @@ type RunResult struct {
 	// Seen maps each object the run discovered ("Job ns/name") to its
 	// digest (transport.Digest): the state the adapter reported on.
 	Seen map[string]string `json:"seen,omitempty"`
+	// Watched says the adapter's worker watches every object the adapter
+	// applies (each resource's transport watches and stamps the labels its
+	// watch selects): their changes of readiness wake the workflow, so a
+	// round that waits only on them backs off longer (WatchedBackoff).
+	Watched bool `json:"watched,omitempty"`
 }
 
 // ObjectChange is one managed object's change, as an adapter worker's

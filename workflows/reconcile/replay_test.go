@@ -20,8 +20,10 @@ import (
 // could stand in for Apply), v2-* from the last release of protocol 1 (three
 // activities per adapter, a read-back activity, one backoff for every
 // round); v3-* from protocol 2 (one activity per adapter, progress rounds,
-// wake-ups), and the unprefixed ones from protocol 3 (search attributes
-// written from the read-back only).
+// wake-ups), v4-* from protocol 3 (search attributes written from the
+// read-back only) before a round waiting only on watched objects backed
+// off longer, and the unprefixed ones from protocol 3 (cluster-dependent-
+// chain, recorded after that change, holds its "watched-backoff" marker).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.json.gz"))
 	if err != nil {

@@ -22,7 +22,9 @@ import (
 //   - A round without progress waits out a backoff (1 s doubling to 60 s),
 //     unless a change wakes it first: an object an adapter manages changed
 //     status, was modified or deleted (the adapter worker's watch), or a
-//     node pool of a deleting cluster went away.
+//     node pool of a deleting cluster went away. When every adapter not
+//     done waits only on watched objects, the wait is at least ten first
+//     backoffs: the watch, not the timer, is what ends it.
 //   - A Reconciled resource waits for the next change, or for the
 //     stability window (jittered) for a self-healing round of every adapter.
 //   - Signals that carry no change (a resync; a node pool removed while its
@@ -155,6 +157,11 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 		r.failures = 0
 	} else {
 		wait = r.backoff()
+		// Recorded only where it applies, so histories in which no round
+		// ever waited on watched objects alone replay unchanged.
+		if r.waitsOnWatches() && workflow.GetVersion(ctx, changeWatchedBackoff, workflow.DefaultVersion, 1) == 1 {
+			wait = max(wait, r.opts.watchedBackoff())
+		}
 		r.failures++
 		r.phase = PhaseBackoff
 		r.metrics(ctx).Timer(MetricBackoff).Record(wait)
@@ -315,7 +322,8 @@ func (r *reconciler) runAdapters(ctx workflow.Context, adapters []string) {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			outcome, detail, seen := r.runAdapter(ctx, name)
+			outcome, detail, seen, watched := r.runAdapter(ctx, name)
+			r.watched[name] = watched
 			if seen == nil {
 				delete(r.seen, name)
 			} else {
@@ -333,20 +341,44 @@ func (r *reconciler) runAdapters(ctx workflow.Context, adapters []string) {
 // runAdapter runs every phase of one adapter in one activity. A run already
 // under way when a newer generation arrives finishes (it read the resource
 // as the API had it when it started); the coalesced round follows at once.
-func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome Outcome, detail string, seen map[string]string) {
+func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome Outcome, detail string, seen map[string]string, watched bool) {
 	var res RunResult
 	if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 10*time.Minute), ActivityRun,
 		RunInput{Event: r.ref.Event(r.target)}).Get(ctx, &res); err != nil {
-		return OutcomeError, activityError("run", err), nil
+		return OutcomeError, activityError("run", err), nil, false
 	}
 	outcome, detail = outcomeOf(res.Summary)
 	if res.Seen == nil {
 		res.Seen = map[string]string{}
 	}
-	return outcome, detail, res.Seen
+	return outcome, detail, res.Seen, res.Watched
 }
 
 // metrics is the workflow's metrics handler, tagged with the resource kind.
 func (r *reconciler) metrics(ctx workflow.Context) client.MetricsHandler {
 	return workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": r.ref.Kind})
+}
+
+// changeWatchedBackoff versions the longer backoff of a round that waits
+// only on watched objects.
+const changeWatchedBackoff = "watched-backoff"
+
+// waitsOnWatches reports whether every adapter not done ran successfully at
+// the round's generation and waits only on objects its worker watches (an
+// applied Job not complete yet, a Deployment rolling out): their change of
+// readiness wakes the workflow, so the backoff is only the safety net for
+// a change no watch reported. An adapter whose precondition was not met,
+// that failed, or that applied nothing is retried on the usual backoff.
+func (r *reconciler) waitsOnWatches() bool {
+	rest := r.unsettled()
+	if len(rest) == 0 {
+		return false
+	}
+	for _, a := range rest {
+		v, ok := r.outcomes[a]
+		if !ok || v.Generation != r.target || v.Outcome != OutcomeSuccess || !r.watched[a] || len(r.seen[a]) == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -62,6 +62,11 @@ type reconciler struct {
 	// seen is, per adapter, the digest of each object its last run
 	// discovered: a change notice for a state already seen runs nothing.
 	seen map[string]map[string]string
+	// watched is, per adapter, whether its worker watches every object its
+	// last run applied (RunResult.Watched). Not carried across
+	// continue-as-new: a new run backs off as if nothing were watched
+	// until each adapter has run again.
+	watched map[string]bool
 	// checkFirst asks to read the resource before running adapters: the
 	// API said it was removed.
 	checkFirst bool
@@ -84,6 +89,7 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 	r.outcomes = map[string]AdapterView{}
 	r.pending = map[string]bool{}
 	r.seen = map[string]map[string]string{}
+	r.watched = map[string]bool{}
 	r.phase = PhaseRunning
 	// A new run starts with a round of every adapter, unless it carries a
 	// narrower request over from continue-as-new.

@@ -36,8 +36,10 @@ type harness struct {
 	run func(adapter string, generation int64) (Summary, error)
 	// delay is how long (workflow clock) each adapter run takes.
 	delay time.Duration
-	// seen is what each adapter's run reports it discovered.
-	seen map[string]map[string]string
+	// seen is what each adapter's run reports it discovered; watched,
+	// whether its worker watches what it applies.
+	seen    map[string]map[string]string
+	watched map[string]bool
 }
 
 type call struct {
@@ -81,9 +83,9 @@ func newHarness(t *testing.T) *harness {
 				}
 			}
 			h.mu.Lock()
-			seen := h.seen[adapter]
+			seen, watched := h.seen[adapter], h.watched[adapter]
 			h.mu.Unlock()
-			return RunResult{Summary: summary, Seen: seen}, nil
+			return RunResult{Summary: summary, Seen: seen, Watched: watched}, nil
 		})
 	h.env.OnActivity(ActivityReadResource, mock.Anything, mock.Anything).Return(
 		func(context.Context, Ref) (ResourceState, error) {
@@ -299,6 +301,51 @@ func TestBumpDuringBackoffRunsEveryAdapter(t *testing.T) {
 	got := h.rounds(3, 1, 3, 3)
 	if got[2] != "landing-zone@2,validation-job@2,validation@2" {
 		t.Errorf("round after the bump = %q, want every adapter at generation 2", got[2])
+	}
+}
+
+// Contract: a round after which every adapter not done waits only on
+// objects its worker watches backs off ten initial backoffs, not one: the
+// watch reports their readiness. An adapter not done for another reason
+// (its precondition not met, nothing applied, nothing watched) keeps the
+// usual backoff.
+func TestWaitOnWatchedObjectsBacksOffLonger(t *testing.T) {
+	job := map[string]map[string]string{"validation-job": {"Job c1/validate": "d1"}}
+	for _, tc := range []struct {
+		name    string
+		watched map[string]bool
+		seen    map[string]map[string]string
+		skipped string
+		want    string
+	}{
+		{"the Job is watched", map[string]bool{"validation-job": true}, job, "", "[10s 10s 30m0s]"},
+		{"the Job is not watched", nil, job, "", "[1s 2s 30m0s]"},
+		{"watched, but nothing applied", map[string]bool{"validation-job": true}, nil, "", "[1s 2s 30m0s]"},
+		{"another adapter waits on its precondition", map[string]bool{"validation-job": true}, job, "landing-zone", "[1s 2s 30m0s]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.seen, h.watched = tc.seen, tc.watched
+			if tc.skipped != "" {
+				h.run = func(adapter string, _ int64) (Summary, error) {
+					if adapter == tc.skipped {
+						return Summary{ExecutionStatus: "success", ResourcesSkipped: true, SkipReason: "precondition not met"}, nil
+					}
+					return Summary{ExecutionStatus: "success"}, nil
+				}
+			}
+			// Validation is done after round 1 (the landing zone too, unless
+			// its precondition is not met); the rest after the second retry.
+			done := []string{"landing-zone", "validation"}
+			if tc.skipped != "" {
+				done = []string{"validation"}
+			}
+			h.states = []ResourceState{pendingAt(1, done...), pendingAt(1, done...), pendingAt(1, done...), reconciledAt(1), gone}
+			h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters})
+			if got := fmt.Sprint(h.timers); got != tc.want {
+				t.Errorf("timers = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
