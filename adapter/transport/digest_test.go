@@ -47,6 +47,11 @@ func TestDigestJudgesReadinessAndContent(t *testing.T) {
 		same bool
 	}{
 		{"a running Job's pods and start time move", job(0), restarted, true},
+		{"a new Job with no status yet, then running", func() Object {
+			o := job(0)
+			delete(o, "status")
+			return o
+		}(), restarted, true},
 		{"a Job's pod succeeds", counted("succeeded", 0), counted("succeeded", 1), false},
 		{"a Job's pod fails", counted("failed", 0), counted("failed", 1), false},
 		{"no conditions or phase: the whole status counts", replicaSet(0), replicaSet(1), false},

@@ -228,8 +228,13 @@ func ReadinessSum(obj Object) string {
 // running (one round in six for a cluster of the shipped adapters). A
 // Job's readiness is its conditions and its succeeded and failed counts.
 func ObjectReadiness(obj Object) any {
+	if obj["kind"] != "Job" || !isBatchGroup(obj["apiVersion"]) {
+		return Readiness(obj["status"])
+	}
+	// A Job read before the controller first writes its status may have
+	// none: that is the same readiness as an empty status.
 	status, isMap := obj["status"].(map[string]any)
-	if !isMap || obj["kind"] != "Job" || !isBatchGroup(obj["apiVersion"]) {
+	if !isMap && obj["status"] != nil {
 		return Readiness(obj["status"])
 	}
 	conds, _ := status["conditions"].([]any)

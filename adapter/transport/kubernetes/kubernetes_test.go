@@ -2,12 +2,15 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/transporttest"
@@ -114,12 +117,14 @@ func TestWatchWaitsForAJobToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := transport.Object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "job-watch"}}
+	// A namespace of its own, so the test can run again on the same server.
+	namespace := fmt.Sprintf("job-watch-%d", time.Now().UnixNano())
+	ns := transport.Object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace}}
 	if _, err := tr.Create(ctx, "", ns); err != nil {
 		t.Fatal(err)
 	}
 	job := transport.Object{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{
-		"name": "j", "namespace": "job-watch",
+		"name": "j", "namespace": namespace,
 		"labels":      map[string]any{transport.LabelAdapter: "job-watch", transport.LabelOwnerKind: "Cluster", transport.LabelOwnerID: "c1"},
 		"annotations": map[string]any{"hyperfleet.io/generation": "1"}},
 		"spec": map[string]any{"backoffLimit": 0, "template": map[string]any{"spec": map[string]any{
@@ -163,5 +168,29 @@ func TestWatchWaitsForAJobToEnd(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no notice that the Job completed (running seen: %v)", sawRunning)
 		}
+	}
+}
+
+// client-go may pass an object it already transformed to the transform
+// again; slimmed twice, a Job must compare equal to itself slimmed once.
+func TestSlimIsIdempotent(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "j", "namespace": "ns", "annotations": map[string]any{"hyperfleet.io/generation": "1"}},
+		"spec":     map[string]any{"backoffLimit": int64(0)},
+		"status":   map[string]any{"active": int64(1), "startTime": "2026-11-25T18:00:00Z"}}}
+	once, err := slim(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := slim(once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := once.(*unstructured.Unstructured).GetAnnotations(), twice.(*unstructured.Unstructured).GetAnnotations()
+	if !maps.Equal(a, b) {
+		t.Errorf("annotations slimmed once %v, twice %v", a, b)
+	}
+	if what := changeOf(once, twice); what != "" {
+		t.Errorf("slimming again reads as a change: %q", what)
 	}
 }

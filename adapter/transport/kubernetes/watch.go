@@ -124,6 +124,13 @@ func slim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	// client-go may hand an object it already transformed to the
+	// transform again; slimmed twice, it would lose its content and status
+	// digests and look edited and changed (a running Job woke its workflow
+	// this way). What carries the digest annotation is already slim.
+	if _, done := u.GetAnnotations()[digestKey]; done {
+		return obj, nil
+	}
 	rest := make(map[string]any, len(u.Object))
 	for k, v := range u.Object {
 		if k != "metadata" && k != "status" {
