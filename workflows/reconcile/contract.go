@@ -154,16 +154,16 @@ type Options struct {
 	StabilityJitter float64 `json:"stability_jitter,omitempty"`
 }
 
-// WatchedBackoffFactor is how many initial backoffs a round waits when
+// watchedBackoffFactor is how many initial backoffs a round waits when
 // every adapter not done waits only on objects its worker watches.
-const WatchedBackoffFactor = 10
+const watchedBackoffFactor = 10
 
 // watchedBackoff is the shortest wait after a round that waits only on
 // watched objects: ten initial backoffs (10 s by default), at most the
 // longest backoff. The watch says when those objects change, usually
 // sooner; a 1-s timer would only run a round that finds them unchanged.
 func (o Options) watchedBackoff() time.Duration {
-	return min(WatchedBackoffFactor*o.InitialBackoff, o.MaxBackoff)
+	return min(watchedBackoffFactor*o.InitialBackoff, o.MaxBackoff)
 }
 
 // WithDefaults fills unset options.
@@ -286,7 +286,7 @@ type RunResult struct {
 	// Watched says the adapter's worker watches every object the adapter
 	// applies (each resource's transport watches and stamps the labels its
 	// watch selects): their changes of readiness wake the workflow, so a
-	// round that waits only on them backs off longer (WatchedBackoff).
+	// round that waits only on them backs off longer (watchedBackoff).
 	Watched bool `json:"watched,omitempty"`
 }
 
