@@ -47,14 +47,10 @@ func Start(cfg Config) (*Host, error) {
 		return nil, errors.New("nothing to host: pass --reconciler and/or at least one adapter (--task-config)")
 	}
 	h := &Host{}
-	// Eight pollers per queue instead of the SDK's two: a task that finds no
-	// poller waiting is written to the server's backlog and read back, and
-	// on the embedded stack 200 clusters reconciled 25% faster (measured,
-	// docs/benchmarks.md).
 	// On stop, running phases get 10 s to finish before they are
 	// cancelled (and retried elsewhere): most end well within it.
 	opts := sdkworker.Options{MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentActivities,
-		MaxConcurrentActivityTaskPollers: 8, MaxConcurrentWorkflowTaskPollers: 8,
+		WorkflowTaskPollerBehavior: pollers(), ActivityTaskPollerBehavior: pollers(),
 		WorkerStopTimeout: 10 * time.Second}
 	if cfg.Reconciler {
 		if cfg.API == nil {
@@ -84,6 +80,23 @@ func Start(cfg Config) (*Host, error) {
 	}
 	cfg.Logger.Info().Strs("task_queues", h.queues).Msg("worker polling")
 	return h, nil
+}
+
+// pollers is how every queue of a worker polls: autoscaled between 2 and
+// 32 pollers from the server's hints, starting at 8.
+//
+// Fixed pollers, as before, share one set between a reconciler's sticky
+// queue (workflows it has cached) and the normal queue (new workflows),
+// and the SDK sends every poll to the sticky queue while it has a backlog:
+// in a burst of creates the first workflow task of a new cluster waited
+// 4 s on average while the running ones went on. Autoscaling polls the two
+// queues with pollers of their own and adds pollers while tasks wait: 200
+// clusters created at once reconciled 17-20 clusters/s instead of 15
+// (docs/benchmarks.md). At rest it scales down to two polls a queue.
+func pollers() sdkworker.PollerBehavior {
+	return sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{
+		InitialNumberOfPollers: 8, MinimumNumberOfPollers: 2, MaximumNumberOfPollers: 32,
+	})
 }
 
 func (h *Host) add(w sdkworker.Worker, queue string) {

@@ -31,6 +31,9 @@ func (b *bench) burst(ctx context.Context) error {
 		}
 	}
 	fmt.Printf("\n%d clusters created by %d concurrent clients\n", b.o.clusters, b.o.concurrency)
+	for _, n := range b.notes {
+		fmt.Println(n)
+	}
 	return nil
 }
 
@@ -74,6 +77,13 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 	}
 	fmt.Printf("| %s | %d | %s | %s | %s | %s | %.1f | %.1f | %s\n", label, len(all), secs(pct(lat, 50)), secs(pct(lat, 90)), secs(pct(lat, 99)),
 		secs(pct(lat, 100)), n/last.Sub(first).Seconds(), sys.adapterRuns()/n, costCols)
+	if sys.tc != nil {
+		created := make(map[string]time.Time, len(all))
+		for i := range all {
+			created[all[i].ID] = all[i].CreatedTime
+		}
+		b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: %s", label, len(all), timeline(sys.waits, created)))
+	}
 	return nil
 }
 

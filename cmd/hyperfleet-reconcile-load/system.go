@@ -42,6 +42,8 @@ type bench struct {
 	kube *testenv.Kube
 	// maestro points the adapters at the bench's Maestro server.
 	maestro maestrotransport.Overrides
+	// notes are printed under the burst table.
+	notes []string
 }
 
 // system is one HyperFleet under measurement: the embedded stack
@@ -51,6 +53,8 @@ type system struct {
 	tc       client.Client
 	registry *prometheus.Registry
 	stop     func()
+	// waits are the last cost reading's waits per resource id.
+	waits map[string]waits
 }
 
 func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) (*system, error) {
@@ -143,6 +147,7 @@ func (s *system) adapterRuns() float64 {
 // cost reads what each resource's workflow has cost so far.
 func (s *system) cost(ctx context.Context, kind string, ids []string) (map[string]temporalcost.Cost, error) {
 	out := make(map[string]temporalcost.Cost, len(ids))
+	s.waits = make(map[string]waits, len(ids))
 	var mu sync.Mutex
 	errs := make(chan error, len(ids))
 	sem := make(chan struct{}, 8)
@@ -159,6 +164,7 @@ func (s *system) cost(ctx context.Context, kind string, ids []string) (map[strin
 			}
 			mu.Lock()
 			out[id] = temporalcost.Of(events)
+			s.waits[id] = waitsOf(events)
 			mu.Unlock()
 		}()
 	}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+)
+
+// waits is where one workflow's time went: how long its tasks waited for a
+// worker to take them (scheduled to started) and how long workers held
+// them (started to completed). A workflow task's time includes the local
+// read-back it ran.
+type waits struct {
+	started                   time.Time // the first event
+	workflowQueue, workflow   time.Duration
+	activityQueue, activity   time.Duration
+	workflowTasks, activities int
+}
+
+func waitsOf(events []*historypb.HistoryEvent) waits {
+	var w waits
+	scheduled := map[int64]time.Time{}
+	started := map[int64]time.Time{}
+	var lastWorkflowTask time.Time // a workflow task's Started follows its Scheduled
+	for _, e := range events {
+		t := e.GetEventTime().AsTime()
+		if w.started.IsZero() {
+			w.started = t
+		}
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			lastWorkflowTask = t
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			w.workflowQueue += t.Sub(lastWorkflowTask)
+			started[e.GetEventId()] = t
+			w.workflowTasks++
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			if s, ok := started[e.GetWorkflowTaskCompletedEventAttributes().GetStartedEventId()]; ok {
+				w.workflow += t.Sub(s)
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			scheduled[e.GetEventId()] = t
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			if s, ok := scheduled[e.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; ok {
+				w.activityQueue += t.Sub(s)
+			}
+			started[e.GetEventId()] = t
+			w.activities++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			if s, ok := started[e.GetActivityTaskCompletedEventAttributes().GetStartedEventId()]; ok {
+				w.activity += t.Sub(s)
+			}
+		}
+	}
+	return w
+}
+
+// timeline prints the mean of the clusters' waits: what a burst queued on.
+func timeline(all map[string]waits, created map[string]time.Time) string {
+	var sum waits
+	var lag time.Duration
+	n := 0
+	for id, w := range all {
+		c, ok := created[id]
+		if !ok {
+			continue
+		}
+		n++
+		lag += w.started.Sub(c)
+		sum.workflowQueue += w.workflowQueue
+		sum.workflow += w.workflow
+		sum.activityQueue += w.activityQueue
+		sum.activity += w.activity
+	}
+	if n == 0 {
+		return ""
+	}
+	mean := func(d time.Duration) string { return fmt.Sprintf("%.2f s", (d / time.Duration(n)).Seconds()) }
+	return fmt.Sprintf("where a cluster's time went (mean over %d): create to workflow start %s; workflow tasks waiting %s, running %s; activity tasks waiting %s, running %s",
+		n, mean(lag), mean(sum.workflowQueue), mean(sum.workflow), mean(sum.activityQueue), mean(sum.activity))
+}

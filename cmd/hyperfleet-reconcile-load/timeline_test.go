@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+func event(id int64, at time.Duration, typ enumspb.EventType, attrs any) *historypb.HistoryEvent {
+	e := &historypb.HistoryEvent{EventId: id, EventType: typ, EventTime: timestamppb.New(time.Unix(0, 0).Add(at))}
+	switch a := attrs.(type) {
+	case *historypb.WorkflowTaskCompletedEventAttributes:
+		e.Attributes = &historypb.HistoryEvent_WorkflowTaskCompletedEventAttributes{WorkflowTaskCompletedEventAttributes: a}
+	case *historypb.ActivityTaskStartedEventAttributes:
+		e.Attributes = &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: a}
+	case *historypb.ActivityTaskCompletedEventAttributes:
+		e.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: a}
+	}
+	return e
+}
+
+// A start, a workflow task that waits 3 s for a poller and runs 0.1 s, and
+// an activity that waits 0.5 s and runs 1 s.
+func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
+	ms := time.Millisecond
+	events := []*historypb.HistoryEvent{
+		event(1, 1000*ms, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, nil),
+		event(2, 1000*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, nil),
+		event(3, 4000*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, nil),
+		event(4, 4100*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, &historypb.WorkflowTaskCompletedEventAttributes{StartedEventId: 3}),
+		event(5, 4100*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, nil),
+		event(6, 4600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: 5}),
+		event(7, 5600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 5, StartedEventId: 6}),
+	}
+	w := waitsOf(events)
+	want := waits{started: time.Unix(1, 0), workflowQueue: 3 * time.Second, workflow: 100 * ms,
+		activityQueue: 500 * ms, activity: time.Second, workflowTasks: 1, activities: 1}
+	if !w.started.Equal(want.started) {
+		t.Errorf("started %v, want %v", w.started, want.started)
+	}
+	w.started = want.started
+	if w != want {
+		t.Errorf("waits %+v, want %+v", w, want)
+	}
+	line := timeline(map[string]waits{"a": w}, map[string]time.Time{"a": time.Unix(0, 500*int64(ms))})
+	for _, s := range []string{"create to workflow start 0.50 s", "workflow tasks waiting 3.00 s, running 0.10 s", "activity tasks waiting 0.50 s, running 1.00 s"} {
+		if !strings.Contains(line, s) {
+			t.Errorf("timeline %q lacks %q", line, s)
+		}
+	}
+}
