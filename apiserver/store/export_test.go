@@ -91,6 +91,48 @@ func (s *gormStore) explain(ctx context.Context, query string) (string, error) {
 	return strings.Join(lines, "\n"), rows.Err()
 }
 
+// GenericPagePlan is PostgreSQL's generic plan of a term-plan list's page
+// statement: the plan a prepared statement keeps for every parameter once
+// PostgreSQL estimates it costs no more than planning each run.
+func GenericPagePlan(ctx context.Context, st Store, q ListQuery) (string, error) {
+	s := st.(*gormStore)
+	order := search.WithTieBreak(q.Order)
+	p := termPlan(q, order)
+	if p == nil {
+		return "", fmt.Errorf("no term plan")
+	}
+	query, args := termPageSQL(s.backend, q, order, p)
+	conn, err := s.sqlDB.Conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	for _, stmt := range []string{"SET plan_cache_mode = force_generic_plan", "PREPARE hf_page AS " + s.stmts.rebind(query)} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return "", fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DEALLOCATE hf_page; RESET plan_cache_mode") //nolint:errcheck
+	execute := "EXECUTE hf_page"
+	if len(args) > 0 {
+		execute += "(" + strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ") + ")"
+	}
+	rows, err := conn.QueryContext(ctx, "EXPLAIN "+s.db.Dialector.Explain(s.stmts.rebind(execute), args...))
+	if err != nil {
+		return "", fmt.Errorf("explain %s: %w", query, err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}
+
 // MigrateTo applies the migrations up to version only, as an older binary
 // would have left the database.
 func MigrateTo(ctx context.Context, st Store, version int) error {
