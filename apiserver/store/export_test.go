@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 
@@ -71,6 +72,12 @@ func (s *gormStore) explain(ctx context.Context, query string) (string, error) {
 		defer conn.ExecContext(context.WithoutCancel(ctx), "RESET enable_seqscan") //nolint:errcheck
 	}
 	rows, err := conn.QueryContext(ctx, prefix+query)
+	return planText(query, rows, err)
+}
+
+// planText joins the last column of each row of an EXPLAIN, a plan node a
+// line.
+func planText(query string, rows *sql.Rows, err error) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("explain %s: %w", query, err)
 	}
@@ -118,19 +125,7 @@ func GenericPagePlan(ctx context.Context, st Store, q ListQuery) (string, error)
 		execute += "(" + strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ") + ")"
 	}
 	rows, err := conn.QueryContext(ctx, "EXPLAIN "+s.db.Dialector.Explain(s.stmts.rebind(execute), args...))
-	if err != nil {
-		return "", fmt.Errorf("explain %s: %w", query, err)
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n"), rows.Err()
+	return planText(query, rows, err)
 }
 
 // MigrateTo applies the migrations up to version only, as an older binary

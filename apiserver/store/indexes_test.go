@@ -437,36 +437,34 @@ func TestTermPageKeepsOnePlan(t *testing.T) {
 	// SQLite plans a statement once, when it is prepared.
 	s := backends(t)[store.BackendPostgres]
 	ctx := context.Background()
-	{
-		indexFixture(t, s, 50)
-		pgBulkFixture(t, s)
-		for _, stats := range []string{"as measured", "many rare terms"} {
-			if stats == "many rare terms" {
-				for _, stmt := range []string{"ALTER TABLE resource_terms ALTER COLUMN term SET (n_distinct = 200000)", "ANALYZE resource_terms"} {
-					if _, err := s.SQLDB().ExecContext(ctx, stmt); err != nil {
-						t.Fatalf("%s: %v", stmt, err)
-					}
+	indexFixture(t, s, 50)
+	pgBulkFixture(t, s)
+	for _, stats := range []string{"as measured", "many rare terms"} {
+		if stats == "many rare terms" {
+			for _, stmt := range []string{"ALTER TABLE resource_terms ALTER COLUMN term SET (n_distinct = 200000)", "ANALYZE resource_terms"} {
+				if _, err := s.SQLDB().ExecContext(ctx, stmt); err != nil {
+					t.Fatalf("%s: %v", stmt, err)
 				}
 			}
-			for _, query := range []string{
-				"labels.shard = '3' and status.conditions.Ready = 'True'",
-				"status.conditions.Ready = 'False' and labels.shard = 's7' and labels['cost-center'] = 'c7'",
-				"labels.shard = '3' and status.conditions.Ready = 'True' and spec.nodes = 3",
-				"status.conditions.Ready = 'False'",
-			} {
-				w, err := search.Translate(query, s.Dialect(), search.Options{Table: "resources", Indexed: true})
+		}
+		for _, query := range []string{
+			"labels.shard = '3' and status.conditions.Ready = 'True'",
+			"status.conditions.Ready = 'False' and labels.shard = 's7' and labels['cost-center'] = 'c7'",
+			"labels.shard = '3' and status.conditions.Ready = 'True' and spec.nodes = 3",
+			"status.conditions.Ready = 'False'",
+		} {
+			w, err := search.Translate(query, s.Dialect(), search.Options{Table: "resources", Indexed: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, order := range [][]search.OrderTerm{nil, {{Column: "created_time"}}} {
+				plan, err := store.GenericPagePlan(ctx, s, store.ListQuery{Kind: resource.KindCluster, Where: w, Order: order, Limit: 20})
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, order := range [][]search.OrderTerm{nil, {{Column: "created_time"}}} {
-					plan, err := store.GenericPagePlan(ctx, s, store.ListQuery{Kind: resource.KindCluster, Where: w, Order: order, Limit: 20})
-					if err != nil {
-						t.Fatal(err)
-					}
-					walks := strings.Contains(plan, "using resource_terms_term on resource_terms d")
-					if !walks || strings.Contains(plan, "Sort") || strings.Contains(plan, "Hash") || strings.Contains(plan, "Seq Scan") {
-						t.Errorf("statistics %s, %s (order %v): the generic plan is not the walk of the first term's index:\n%s", stats, query, order, plan)
-					}
+				walks := strings.Contains(plan, "using resource_terms_term on resource_terms d")
+				if !walks || strings.Contains(plan, "Sort") || strings.Contains(plan, "Hash") || strings.Contains(plan, "Seq Scan") {
+					t.Errorf("statistics %s, %s (order %v): the generic plan is not the walk of the first term's index:\n%s", stats, query, order, plan)
 				}
 			}
 		}
