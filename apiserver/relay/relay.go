@@ -291,9 +291,9 @@ func (r *Relay) fingerprint() (string, error) {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
-	// ProtocolEventDriven, not ProtocolCurrent: protocol 3 changes nothing
+	// ProtocolEventDriven, not ProtocolCurrent: protocols 3 and 4 change nothing
 	// a running workflow must be told (running workflows keep the protocol
-	// they started with), so releasing it sends no signal to the fleet.
+	// they started with), so releasing them sends no signal to the fleet.
 	doc := struct {
 		Protocol   int
 		Kinds      []string

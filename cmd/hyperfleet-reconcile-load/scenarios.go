@@ -38,11 +38,19 @@ func (b *bench) burst(ctx context.Context) error {
 }
 
 func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
+	kubeBefore, err := b.kubeRequests(ctx)
+	if err != nil {
+		return err
+	}
 	ids, err := sys.api.createClusters(ctx, b.o.clusters, b.o.concurrency)
 	if err != nil {
 		return err
 	}
 	all, err := sys.api.waitAll(ctx, b.o.timeout, "Reconciled", reconciledAt(1))
+	if err != nil {
+		return err
+	}
+	kubeAfter, err := b.kubeRequests(ctx)
 	if err != nil {
 		return err
 	}
@@ -84,6 +92,7 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 		}
 		b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: %s", label, len(all), timeline(sys.waits, created)))
 	}
+	b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters, kube-apiserver requests per cluster: %s", label, len(all), kubeDelta(kubeBefore, kubeAfter, n)))
 	return nil
 }
 

@@ -47,7 +47,7 @@ func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 		t.Errorf("waits %+v, want %+v", w, want)
 	}
 	line := timeline(map[string]waits{"a": w}, map[string]time.Time{"a": time.Unix(0, 500*int64(ms))})
-	for _, s := range []string{"create to workflow start 0.50 s", "workflow tasks waiting 3.00 s, running 0.10 s", "activity tasks waiting 0.50 s, running 1.00 s"} {
+	for _, s := range []string{"create to workflow start 0.50 s", "workflow tasks waiting 3.00 s, running 0.10 s", "activity tasks waiting 0.50 s, running 1.00 s", "workflows started 0.50 s to 0.50 s after the first create"} {
 		if !strings.Contains(line, s) {
 			t.Errorf("timeline %q lacks %q", line, s)
 		}

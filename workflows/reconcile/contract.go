@@ -77,8 +77,16 @@ const (
 	// a worker that does not know it would run protocol 2. Runs of protocol
 	// 2 keep it across continue-as-new.
 	ProtocolStartAttributes = 3
+	// ProtocolWatchedBackoff: protocol 3, where a round that waits only on
+	// watched objects always backs off longer (see waitsOnWatches).
+	// Protocol 3 runs record that choice with workflow.GetVersion, which
+	// writes a marker and a TemporalChangeVersion search attribute: a
+	// history event and a visibility update in nearly every new workflow.
+	// Here the input says it, so nothing is recorded. Runs keep their
+	// protocol across continue-as-new.
+	ProtocolWatchedBackoff = 4
 	// ProtocolCurrent is the protocol the API starts workflows with.
-	ProtocolCurrent = ProtocolStartAttributes
+	ProtocolCurrent = ProtocolWatchedBackoff
 )
 
 // Error types an activity returns for failures retrying cannot fix.

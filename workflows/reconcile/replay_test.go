@@ -22,8 +22,9 @@ import (
 // round); v3-* from protocol 2 (one activity per adapter, progress rounds,
 // wake-ups), v4-* from protocol 3 (search attributes written from the
 // read-back only) before a round waiting only on watched objects backed
-// off longer, and the unprefixed ones from protocol 3 (cluster-dependent-
-// chain, recorded after that change, holds its "watched-backoff" marker).
+// off longer, v5-* from protocol 3 after that change (cluster-dependent-
+// chain holds its "watched-backoff" marker), and the unprefixed ones from
+// protocol 4 (the same rounds, no marker).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.json.gz"))
 	if err != nil {

@@ -10,9 +10,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// This file is protocols 2 and 3 (ProtocolEventDriven and
-// ProtocolStartAttributes, which differ only in when search attributes are
-// written): a round runs only when something changed, and runs only the
+// This file is protocols 2 to 4 (ProtocolEventDriven,
+// ProtocolStartAttributes and ProtocolWatchedBackoff, which differ only in
+// when search attributes are written and how a run records its longer
+// backoff on watched objects): a round runs only when something changed, and runs only the
 // adapters that change concerns.
 //
 //   - A new generation runs every adapter.
@@ -30,7 +31,7 @@ import (
 //   - Signals that carry no change (a resync; a node pool removed while its
 //     cluster is not being deleted) run no round.
 
-// run is the loop of protocols 2 and 3.
+// run is the loop of protocols 2 to 4.
 func (r *reconciler) run(ctx workflow.Context) error {
 	for {
 		if r.roundsRun >= r.opts.RoundsPerRun || (r.roundsRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
@@ -157,9 +158,7 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 		r.failures = 0
 	} else {
 		wait = r.backoff()
-		// Recorded only where it applies, so histories in which no round
-		// ever waited on watched objects alone replay unchanged.
-		if r.waitsOnWatches() && workflow.GetVersion(ctx, changeWatchedBackoff, workflow.DefaultVersion, 1) == 1 {
+		if r.waitsOnWatches() && r.watchedBackoff(ctx) {
 			wait = max(wait, r.opts.watchedBackoff())
 		}
 		r.failures++
@@ -218,7 +217,7 @@ func jittered(d time.Duration, j float64, id string, round int64) time.Duration 
 	return d + time.Duration((2*frac-1)*j*float64(d))
 }
 
-// applyChange folds a signal into the state of protocols 2 and 3.
+// applyChange folds a signal into the state of protocols 2 to 4.
 func (r *reconciler) applyChange(s Signal) {
 	if s.Generation > r.latest {
 		r.latest, r.all = s.Generation, true
@@ -360,8 +359,20 @@ func (r *reconciler) metrics(ctx workflow.Context) client.MetricsHandler {
 }
 
 // changeWatchedBackoff versions the longer backoff of a round that waits
-// only on watched objects.
+// only on watched objects, in runs of protocol 3 and earlier.
 const changeWatchedBackoff = "watched-backoff"
+
+// watchedBackoff reports whether a round that waits only on watched
+// objects backs off longer: always from protocol 4 on; before, as the
+// run's version marker says. The marker is recorded only where it
+// applies, so protocol 3 histories in which no round ever waited on
+// watched objects alone replay unchanged.
+func (r *reconciler) watchedBackoff(ctx workflow.Context) bool {
+	if r.protocol >= ProtocolWatchedBackoff {
+		return true
+	}
+	return workflow.GetVersion(ctx, changeWatchedBackoff, workflow.DefaultVersion, 1) == 1
+}
 
 // waitsOnWatches reports whether every adapter not done ran successfully at
 // the round's generation and waits only on objects its worker watches (an

@@ -349,6 +349,37 @@ func TestWaitOnWatchedObjectsBacksOffLonger(t *testing.T) {
 	}
 }
 
+// Protocol 4 backs off longer on watched objects because its input says
+// so; protocol 3 asks workflow.GetVersion, which in a new run records a
+// marker and a TemporalChangeVersion search attribute (a history event and
+// a visibility update nearly every new workflow paid).
+func TestWatchedBackoffIsRecordedOnlyBeforeProtocol4(t *testing.T) {
+	job := map[string]map[string]string{"validation-job": {"Job c1/validate": "d1"}}
+	for _, tc := range []struct {
+		protocol int
+		asks     bool
+	}{
+		{ProtocolStartAttributes, true},
+		{ProtocolWatchedBackoff, false},
+	} {
+		t.Run(fmt.Sprintf("protocol %d", tc.protocol), func(t *testing.T) {
+			h := newHarness(t)
+			h.seen, h.watched = job, map[string]bool{"validation-job": true}
+			versions := 0
+			h.env.OnGetVersion(changeWatchedBackoff, workflow.DefaultVersion, 1).Run(func(mock.Arguments) { versions++ }).Return(workflow.Version(1))
+			done := []string{"landing-zone", "validation"}
+			h.states = []ResourceState{pendingAt(1, done...), pendingAt(1, done...), pendingAt(1, done...), reconciledAt(1), gone}
+			h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters, Protocol: tc.protocol})
+			if got := fmt.Sprint(h.timers); got != "[10s 10s 30m0s]" {
+				t.Errorf("timers = %v, want [10s 10s 30m0s]", got)
+			}
+			if (versions > 0) != tc.asks {
+				t.Errorf("GetVersion(%q) called %d times; want it asked: %t", changeWatchedBackoff, versions, tc.asks)
+			}
+		})
+	}
+}
+
 // Contract: readiness and drift of what adapters applied wake the owning
 // workflow: the round runs the adapter whose objects changed, at once.
 func TestObjectChangeWakesTheBackoffForThatAdapter(t *testing.T) {
