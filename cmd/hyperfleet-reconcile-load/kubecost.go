@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -28,33 +28,24 @@ func (b *bench) kubeRequests(ctx context.Context) (map[string]float64, error) {
 // requestCounters sums apiserver_request_total from a Prometheus text
 // exposition by "VERB resource[/subresource]".
 func requestCounters(text string) (map[string]float64, error) {
-	const name = "apiserver_request_total{"
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("read kube-apiserver metrics: %w", err)
+	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		end := strings.LastIndexByte(line, '}')
-		if !strings.HasPrefix(line, name) || end < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver_request_total: value of %q: %w", line, err)
-		}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
 		labels := map[string]string{}
-		// Label values of this metric hold no commas or quotes.
-		for _, kv := range strings.Split(line[len(name):end], ",") {
-			k, val, _ := strings.Cut(kv, "=")
-			labels[k] = strings.Trim(val, `"`)
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
 		}
 		key := labels["verb"] + " " + labels["resource"]
 		if labels["subresource"] != "" {
 			key += "/" + labels["subresource"]
 		}
-		out[key] += v
+		out[key] += m.GetCounter().GetValue() + m.GetUntyped().GetValue()
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // kubeDelta renders what changed between two readings per cluster, the
