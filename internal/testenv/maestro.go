@@ -353,6 +353,33 @@ func (m *Maestro) shutdown() {
 	}
 }
 
+// printMaestroLogs writes the last lines of every Maestro server's and
+// agent's log.
+func printMaestroLogs(w io.Writer, lines int) {
+	maestroAllMu.Lock()
+	all := append([]*Maestro(nil), maestroAll...)
+	maestroAllMu.Unlock()
+	for _, m := range all {
+		logs, _ := filepath.Glob(filepath.Join(m.dir, "*.log"))
+		for _, f := range logs {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(w, "--- last %d lines of %s ---\n%s\n", lines, f, lastLines(b, lines))
+		}
+	}
+}
+
+// lastLines is the tail of b: its last n lines.
+func lastLines(b []byte, n int) []byte {
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
 func stopMaestro() {
 	maestroAllMu.Lock()
 	all := maestroAll

@@ -96,6 +96,11 @@ func NewPostgresDatabase() (string, func(), error) {
 // Main runs a test package and stops the servers it started.
 func Main(m *testing.M) int {
 	code := m.Run()
+	if code != 0 {
+		// The Maestro processes' logs live in a directory StopAll removes;
+		// a failure in CI is only diagnosable from what is printed here.
+		printMaestroLogs(os.Stderr, 60)
+	}
 	StopAll()
 	return code
 }

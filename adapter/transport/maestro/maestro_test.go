@@ -356,9 +356,12 @@ func TestFailuresNameTheCause(t *testing.T) {
 // ManifestWork lands on the consumer it was meant for.
 func TestConcurrentConsumersShareOneClient(t *testing.T) {
 	e := realMaestro(t)
-	tr := newClient(t, e.m, "transport-concurrent")
+	// A source of its own per run, so that -count=N counts this run's works.
+	run := time.Now().UnixNano() % 1e6
+	source := fmt.Sprintf("transport-concurrent-%d", run)
+	tr := newClient(t, e.m, source)
 	ctx := context.Background()
-	base := fmt.Sprintf("tr-conc-%d", time.Now().UnixNano()%1e6)
+	base := fmt.Sprintf("tr-conc-%d", run)
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
 	for i := range 20 {
@@ -386,7 +389,7 @@ func TestConcurrentConsumersShareOneClient(t *testing.T) {
 		t.Error(err)
 	}
 	for _, consumer := range []string{"spoke1", "spoke2"} {
-		bundles := e.m.ResourceBundles(t, fmt.Sprintf("source='transport-concurrent' and consumer_name='%s'", consumer))
+		bundles := e.m.ResourceBundles(t, fmt.Sprintf("source='%s' and consumer_name='%s'", source, consumer))
 		if len(bundles) != 20 {
 			t.Errorf("%s has %d ManifestWorks of this source, want 20", consumer, len(bundles))
 		}
