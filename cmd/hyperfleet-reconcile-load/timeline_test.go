@@ -6,6 +6,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -23,8 +24,9 @@ func event(id int64, at time.Duration, typ enumspb.EventType, attrs any) *histor
 	return e
 }
 
-// A start, a workflow task that waits 3 s for a poller and runs 0.1 s, and
-// an activity that waits 0.5 s and runs 1 s.
+// A start, a workflow task that waits 3 s for a poller and runs 0.1 s, an
+// activity that waits 0.5 s and runs 1 s, one whose first dispatch was lost
+// (21 s) and one retried after its own failure.
 func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 	ms := time.Millisecond
 	events := []*historypb.HistoryEvent{
@@ -35,10 +37,21 @@ func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 		event(5, 4100*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, nil),
 		event(6, 4600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: 5}),
 		event(7, 5600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 5, StartedEventId: 6}),
+		// A dispatch lost on its first attempt: started again after the
+		// heartbeat timeout (20 s).
+		event(8, 5600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, nil),
+		event(9, 26600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: 8, Attempt: 2,
+			LastFailure: &failurepb.Failure{FailureInfo: &failurepb.Failure_TimeoutFailureInfo{TimeoutFailureInfo: &failurepb.TimeoutFailureInfo{TimeoutType: enumspb.TIMEOUT_TYPE_HEARTBEAT}}}}),
+		event(10, 27600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 8, StartedEventId: 9}),
+		// Retried after a failure of its own: not counted.
+		event(11, 27600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, nil),
+		event(12, 27600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: 11, Attempt: 2,
+			LastFailure: &failurepb.Failure{FailureInfo: &failurepb.Failure_ApplicationFailureInfo{ApplicationFailureInfo: &failurepb.ApplicationFailureInfo{}}}}),
+		event(13, 27600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 11, StartedEventId: 12}),
 	}
 	w := waitsOf(events)
 	want := waits{started: time.Unix(1, 0), workflowQueue: 3 * time.Second, workflow: 100 * ms,
-		activityQueue: 500 * ms, activity: time.Second, workflowTasks: 1, activities: 1}
+		activityQueue: 21500 * ms, activity: 2 * time.Second, workflowTasks: 1, activities: 3, heartbeatRetries: 1}
 	if !w.started.Equal(want.started) {
 		t.Errorf("started %v, want %v", w.started, want.started)
 	}
@@ -47,7 +60,7 @@ func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 		t.Errorf("waits %+v, want %+v", w, want)
 	}
 	line := timeline(map[string]waits{"a": w}, map[string]time.Time{"a": time.Unix(0, 500*int64(ms))})
-	for _, s := range []string{"create to workflow start 0.50 s", "workflow tasks waiting 3.00 s, running 0.10 s", "activity tasks waiting 0.50 s, running 1.00 s", "workflows started 0.50 s to 0.50 s after the first create"} {
+	for _, s := range []string{"create to workflow start 0.50 s", "workflow tasks waiting 3.00 s, running 0.10 s", "activity tasks waiting 21.50 s, running 2.00 s", "workflows started 0.50 s to 0.50 s after the first create", "retried after a heartbeat timeout: 1"} {
 		if !strings.Contains(line, s) {
 			t.Errorf("timeline %q lacks %q", line, s)
 		}
