@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,6 +21,7 @@ import (
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
+	"github.com/hyperfleet/hyperfleet/internal/loopback"
 	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
@@ -176,6 +178,9 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			"Set KUBECONFIG or pass --kubeconfig to run them, e.g. KUBECONFIG=~/.kube/config make run")
 	}
 
+	// The embedded server picks its internal ports itself; keep it off the
+	// ones this command will bind next.
+	loopback.Avoid(portOf(f.listen), f.uiPort)
 	srv, err := embeddedtemporal.Start(embeddedtemporal.Config{
 		DatabaseFile:     filepath.Join(state, "temporal.db"),
 		Port:             f.temporalPort,
@@ -333,4 +338,14 @@ Tracing: %s
 
 Press Ctrl-C to stop.
 `, api, api, ui, temporal, state, registered[resource.KindCluster], registered[resource.KindNodePool], api, api, traces)
+}
+
+// portOf is the port of a listen address (0 when it has none).
+func portOf(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }

@@ -75,6 +75,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
+	loopback.Avoid(cfg.Port) // chosen by the caller: not for another service
 	ports, err := loopback.Ports(8)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func Start(cfg Config) (*Server, error) {
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(serverCfg),
 		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(logger),
+		temporal.WithLogger(showFatal(logger)),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(DynamicConfig()),

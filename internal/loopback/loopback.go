@@ -21,7 +21,22 @@ import (
 var (
 	mu                  sync.Mutex
 	low, high, nextPort int
+	avoid               = map[int]bool{}
 )
+
+// Avoid keeps ports that this process was told to bind (a --listen or
+// --temporal-port flag) out of what Port hands out: such a port is free
+// until its server binds it, and a server of this process given the same
+// port first would take it.
+func Avoid(ports ...int) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range ports {
+		if p > 0 {
+			avoid[p] = true
+		}
+	}
+}
 
 // Port returns a loopback port nobody listens on at the moment of asking.
 func Port() (int, error) {
@@ -36,6 +51,9 @@ func Port() (int, error) {
 		p := nextPort
 		if nextPort++; nextPort >= high {
 			nextPort = low
+		}
+		if avoid[p] {
+			continue
 		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
