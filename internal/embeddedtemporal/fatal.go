@@ -37,8 +37,10 @@ func (l *fatalShown) Fatal(msg string, tags ...tag.Tag) {
 	var b strings.Builder
 	b.WriteString("embedded Temporal server: ")
 	b.WriteString(msg)
-	for _, t := range append(append([]tag.Tag(nil), l.tags...), tags...) {
-		fmt.Fprintf(&b, " %s=%v", t.Key(), t.Value())
+	for _, group := range [][]tag.Tag{l.tags, tags} {
+		for _, t := range group {
+			fmt.Fprintf(&b, " %s=%v", t.Key(), t.Value())
+		}
 	}
 	fmt.Fprintln(l.w, b.String())
 	l.Logger.Fatal(msg, tags...)

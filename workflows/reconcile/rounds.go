@@ -13,8 +13,8 @@ import (
 // This file is protocols 2 to 4 (ProtocolEventDriven,
 // ProtocolStartAttributes and ProtocolWatchedBackoff, which differ only in
 // when search attributes are written and how a run records its longer
-// backoff on watched objects): a round runs only when something changed, and runs only the
-// adapters that change concerns.
+// backoff on watched objects): a round runs only when something changed,
+// and runs only the adapters that change concerns.
 //
 //   - A new generation runs every adapter.
 //   - A round after which more adapters are done than before (progress: one
