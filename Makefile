@@ -24,7 +24,8 @@ KUBE_VERSION := v1.37.1
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
                 -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
-TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/helm $(BIN)/maestro
+TEST_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/helm $(BIN)/maestro \
+              $(BIN)/temporal-server $(BIN)/temporal-sql-tool
 # helm renders and lints the chart in deploy/helm (tests/deploy).
 HELM_VERSION := v3.19.0
 # The linter `make lint` (and so `make test`) runs; settings in .golangci.yml.
@@ -50,7 +51,7 @@ run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, a
 test: lint test-tools build ## lint (gofmt, golangci-lint with go vet) and every test (fuzz seed corpora included)
 	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
-test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd, helm and maestro into bin/ (cached)
+test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd, helm, maestro, temporal-server and temporal-sql-tool into bin/ (cached)
 
 $(BIN)/kube-apiserver $(BIN)/kube-controller-manager &: tools/kubernetes/go.mod tools/kubernetes/go.sum
 	@mkdir -p $(BIN)
@@ -69,6 +70,19 @@ $(BIN)/maestro: tools/maestro/go.mod tools/maestro/go.sum
 	@mkdir -p $(BIN)
 	@echo "building maestro (server and agent; cold: several minutes)"
 	cd tools/maestro && $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/openshift-online/maestro/cmd/maestro
+
+# Temporal's own server and its SQL schema tool, at the version go.mod pins:
+# the production topology (`make run-ha`, tests/topology) runs its four
+# services as separate processes on PostgreSQL. The schemas are embedded in
+# the tool (`--schema-name postgresql/v12/temporal`). No -trimpath: the
+# packages it shares with bin/hyperfleet (the embedded server) then come
+# from the build cache.
+$(BIN)/temporal-server $(BIN)/temporal-sql-tool &: tools/temporal/go.mod tools/temporal/go.sum
+	@mkdir -p $(BIN)
+	@echo "building temporal-server and temporal-sql-tool (cold: several minutes)"
+	cd tools/temporal && $(GO) build -ldflags "-s -w" -o $(BIN)/temporal-server go.temporal.io/server/cmd/server
+	cd tools/temporal && $(GO) build -ldflags "-s -w" -o $(BIN)/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
+	@touch $(BIN)/temporal-server $(BIN)/temporal-sql-tool
 
 $(BIN)/helm:
 	@mkdir -p $(BIN)
