@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -116,42 +117,32 @@ func run[T any](t *testing.T, e *testsuite.TestActivityEnvironment, name string,
 	return out, nil
 }
 
-func event(r resource.Resource) reconcile.PrepareInput {
-	return reconcile.PrepareInput{Event: reconcile.Ref{Kind: r.Kind, ID: r.ID}.Event(r.Generation)}
+func event(r resource.Resource) reconcile.RunInput {
+	return reconcile.RunInput{Event: reconcile.Ref{Kind: r.Kind, ID: r.ID}.Event(r.Generation)}
 }
 
-func TestPhasesReportStatusToTheAPI(t *testing.T) {
+func TestRunReportsStatusToTheAPI(t *testing.T) {
 	a := newAPI(t)
 	c := a.createCluster(t, "activities-1")
-	adapter := validation(t, a.url)
-	e := env(adapter)
+	e := env(validation(t, a.url))
 
-	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(c))
+	res, err := run[reconcile.RunResult](t, e, reconcile.ActivityRun, event(c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !prep.Summary.Proceed() || prep.Summary.ExecutionStatus != "success" {
-		t.Fatalf("prepare summary = %+v", prep.Summary)
+	if !res.Summary.Reported || res.Summary.ExecutionStatus != reconcile.ExecutionSucceeded || !res.Summary.Proceed() {
+		t.Fatalf("run summary = %+v", res.Summary)
 	}
-	// The state crosses Temporal compacted: no HTTP bodies in the trace.
-	if strings.Contains(string(prep.State), "response_body") {
-		t.Error("prepare state still carries response bodies")
+	var phases []string
+	for _, p := range res.Phases {
+		phases = append(phases, p.Phase+"="+p.Outcome)
 	}
-	// validation has no resources: Prepare ran the resources phase itself
-	// so the workflow can skip the Apply activity.
-	if !prep.Summary.Applied {
-		t.Errorf("prepare of an adapter without resources: Applied = false, want true")
-	}
-	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, reconcile.PhaseInput{State: prep.State})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reported.Summary.Reported || reported.Summary.ExecutionStatus != "success" {
-		t.Errorf("report summary = %+v", reported.Summary)
+	if got := strings.Join(phases, " "); got != "params=success preconditions=success resources=success post=success" {
+		t.Errorf("phases = %s", got)
 	}
 	got := a.get(t, c)
 	if ready, _ := got.Condition(resource.ConditionReady); ready.Status != resource.StatusTrue || ready.ObservedGeneration != 1 {
-		t.Errorf("Ready after prepare and report = %+v", ready)
+		t.Errorf("Ready after the run = %+v", ready)
 	}
 }
 
@@ -159,34 +150,55 @@ func TestGoneResourceEndsCleanly(t *testing.T) {
 	a := newAPI(t)
 	e := env(validation(t, a.url))
 	ghost := resource.Resource{Kind: resource.KindCluster, ID: "01a20000-0000-7000-8000-000000000000", Generation: 4}
-	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(ghost))
+	res, err := run[reconcile.RunResult](t, e, reconcile.ActivityRun, event(ghost))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !prep.Summary.Gone || prep.Summary.Proceed() {
-		t.Errorf("summary for a resource the API does not know = %+v, want gone", prep.Summary)
+	if !res.Summary.Gone || res.Summary.Proceed() || res.Summary.Reported {
+		t.Errorf("summary for a resource the API does not know = %+v, want gone and nothing reported", res.Summary)
 	}
-	// The bare state, as a workflow scheduled before PhaseInput existed sends it.
-	reported, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, prep.State)
-	if err != nil || !reported.Summary.Gone || reported.Summary.Reported {
-		t.Errorf("report for a gone resource = %+v, %v; want gone and nothing reported", reported.Summary, err)
+}
+
+// rejectingStatuses answers every status report with a 400, as the API
+// does for a report it refuses; everything else reaches the real API.
+func rejectingStatuses(t *testing.T, api string) string {
+	t.Helper()
+	target, err := http.NewRequest(http.MethodGet, api, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/statuses") {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"type":"about:blank","title":"Bad Request","status":400,"code":"HYPERFLEET-VAL-000","detail":"observed_generation is required"}`))
+			return
+		}
+		u := *r.URL
+		u.Scheme, u.Host = target.URL.Scheme, target.URL.Host
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, u.String(), r.Body)
+		req.Header = r.Header
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func TestRejectedReportIsNotRetried(t *testing.T) {
 	a := newAPI(t)
 	c := a.createCluster(t, "activities-rej")
-	e := env(validation(t, a.url))
-	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// observed_generation 0 is invalid: the API answers 400.
-	var st map[string]any
-	_ = json.Unmarshal(prep.State, &st)
-	st["vars"].(map[string]any)["generation"] = 0
-	bad, _ := json.Marshal(st)
-	_, err = run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, json.RawMessage(bad))
+	e := env(validation(t, rejectingStatuses(t, a.url)))
+	_, err := run[reconcile.RunResult](t, e, reconcile.ActivityRun, event(c))
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != reconcile.ErrRejected || !app.NonRetryable() {
 		t.Fatalf("error = %v, want a non-retryable %s", err, reconcile.ErrRejected)
@@ -200,14 +212,10 @@ func TestUnreachableAPIIsRetried(t *testing.T) {
 	a := newAPI(t)
 	c := a.createCluster(t, "activities-down")
 	e := env(validation(t, a.url))
-	prep, err := run[reconcile.PhaseResult](t, e, reconcile.ActivityPrepare, event(c))
-	if err != nil {
-		t.Fatal(err)
-	}
 	a.srv.Close()
-	_, err = run[reconcile.PhaseResult](t, e, reconcile.ActivityReport, reconcile.PhaseInput{State: prep.State})
+	_, err := run[reconcile.RunResult](t, e, reconcile.ActivityRun, event(c))
 	if err == nil {
-		t.Fatal("report succeeded with the API down")
+		t.Fatal("run succeeded with the API down")
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.NonRetryable() {
@@ -215,18 +223,12 @@ func TestUnreachableAPIIsRetried(t *testing.T) {
 	}
 }
 
-func TestMalformedInputsAreConfigErrors(t *testing.T) {
+func TestMalformedInputIsAConfigError(t *testing.T) {
 	e := env(validation(t, "http://127.0.0.1:1"))
-	for name, in := range map[string]any{
-		reconcile.ActivityPrepare: reconcile.PrepareInput{},
-		reconcile.ActivityApply:   json.RawMessage(`"not a state"`),
-		reconcile.ActivityReport:  json.RawMessage(`{}`),
-	} {
-		_, err := run[reconcile.PhaseResult](t, e, name, in)
-		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != reconcile.ErrConfig || !app.NonRetryable() {
-			t.Errorf("%s with malformed input: %v, want a non-retryable %s", name, err, reconcile.ErrConfig)
-		}
+	_, err := run[reconcile.RunResult](t, e, reconcile.ActivityRun, reconcile.RunInput{})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != reconcile.ErrConfig || !app.NonRetryable() {
+		t.Errorf("run with an event naming no resource: %v, want a non-retryable %s", err, reconcile.ErrConfig)
 	}
 }
 

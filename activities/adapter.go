@@ -1,8 +1,8 @@
-// Package activities runs the adapter engine's phases as Temporal
-// activities: thin wrappers that decode the state handed over by the
-// workflow, run one phase and hand the state back. Each adapter's
-// activities are registered on that adapter's own task queue, so an adapter
-// can run as its own deployment with its own credentials.
+// Package activities runs the adapter engine as Temporal activities: a
+// thin wrapper that runs every phase of one adapter for one event and
+// reports what each phase did. Each adapter's activity is registered on
+// that adapter's own task queue, so an adapter can run as its own
+// deployment with its own credentials.
 package activities
 
 import (
@@ -38,14 +38,9 @@ type Registry interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 }
 
-// Register adds the adapter's activities under the names the workflow
-// calls: Run, and the three phases protocol 1 workflows still call until
-// they move to protocol 2.
+// Register adds the adapter's activity under the name the workflow calls.
 func (a *Adapter) Register(r Registry) {
 	r.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: reconcile.ActivityRun})
-	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: reconcile.ActivityPrepare})
-	r.RegisterActivityWithOptions(a.Apply, activity.RegisterOptions{Name: reconcile.ActivityApply})
-	r.RegisterActivityWithOptions(a.Report, activity.RegisterOptions{Name: reconcile.ActivityReport})
 }
 
 // Run runs every phase of the adapter for one event in one activity task:
@@ -133,74 +128,6 @@ func phaseReport(phase, outcome, reason string, d time.Duration) reconcile.Phase
 	return reconcile.PhaseReport{Phase: phase, Outcome: strings.ToLower(outcome), Reason: reason, DurationMS: d.Milliseconds()}
 }
 
-// Prepare resolves params and checks preconditions against the API.
-func (a *Adapter) Prepare(ctx context.Context, in reconcile.PrepareInput) (reconcile.PhaseResult, error) {
-	event, err := eventMap(in.Event)
-	if err != nil {
-		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
-	}
-	var st *executor.State
-	heartbeating(ctx, func(ctx context.Context) { st = a.Engine.Prepare(ctx, event) })
-	if a.Engine.HasResources() {
-		return a.result(ctx, st, nil)
-	}
-	// Nothing to apply: run the (I/O-free) resources phase here and tell the
-	// workflow, which then skips the Apply activity and its round trips.
-	a.Engine.ApplyResources(ctx, st)
-	res, err := a.result(ctx, st, nil)
-	res.Summary.Applied = err == nil
-	return res, err
-}
-
-// Apply creates, updates or deletes the adapter's resources and discovers
-// them again.
-func (a *Adapter) Apply(ctx context.Context, in reconcile.PhaseInput) (reconcile.PhaseResult, error) {
-	st, err := decodeState(in.State)
-	if err != nil {
-		return reconcile.PhaseResult{}, err
-	}
-	heartbeating(ctx, func(ctx context.Context) { a.Engine.ApplyResources(ctx, st) })
-	return a.result(ctx, st, nil)
-}
-
-// Report builds the status payloads and sends them to the API. A rejected
-// report (4xx) is not retried: the same payload would be rejected again.
-func (a *Adapter) Report(ctx context.Context, in reconcile.PhaseInput) (reconcile.PhaseResult, error) {
-	st, err := decodeState(in.State)
-	if err != nil {
-		return reconcile.PhaseResult{}, err
-	}
-	var post *executor.PostResult
-	var postErr error
-	heartbeating(ctx, func(ctx context.Context) { post, postErr = a.Engine.Report(ctx, st) })
-	if postErr != nil {
-		if ctx.Err() != nil || (post != nil && post.Retryable) {
-			return reconcile.PhaseResult{}, fmt.Errorf("report status of %s: %w", resourceOf(st), postErr)
-		}
-		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("report status of %s: %v", resourceOf(st), postErr), reconcile.ErrRejected, postErr)
-	}
-	res, err := a.result(ctx, st, post)
-	// The run ends here: the workflow needs only the summary, and the state
-	// would be one more copy in its history.
-	res.State = nil
-	return res, err
-}
-
-func (a *Adapter) result(ctx context.Context, st *executor.State, post *executor.PostResult) (reconcile.PhaseResult, error) {
-	if err := ctx.Err(); err != nil {
-		return reconcile.PhaseResult{}, err // cancelled or timed out: the state is partial
-	}
-	a.logRetry(ctx, st)
-	st.Compact()
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return reconcile.PhaseResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("encode %s state: %v", a.Engine.Name(), err), reconcile.ErrConfig, err)
-	}
-	return reconcile.PhaseResult{State: raw, Summary: summarize(st, post)}, nil
-}
-
 // logRetry notes an attempt after the first, with what it acted on.
 func (a *Adapter) logRetry(ctx context.Context, st *executor.State) {
 	if info := activity.GetInfo(ctx); info.Attempt > 1 {
@@ -242,36 +169,18 @@ func eventMap(ev resource.Event) (map[string]any, error) {
 	return event, nil
 }
 
-// decodeState reads the state a previous phase returned. A state that does
-// not decode is a bug, not a transient fault: it is not retried.
-func decodeState(raw json.RawMessage) (*executor.State, error) {
-	var st executor.State
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError("decode adapter state: "+err.Error(), reconcile.ErrConfig, err)
-	}
-	if len(st.Event) == 0 {
-		return nil, temporal.NewNonRetryableApplicationError("decode adapter state: no event", reconcile.ErrConfig, nil)
-	}
-	return &st, nil
-}
-
 func resourceOf(st *executor.State) string {
 	kind, _ := st.Event["kind"].(string)
 	id, _ := st.Event["id"].(string)
 	return kind + " " + id
 }
 
-// heartbeating runs fn while telling Temporal the activity is alive, so a
-// crashed worker's activity is retried elsewhere after the heartbeat timeout
-// instead of the much longer start-to-close timeout. The first beat comes
-// after a quarter of the timeout: short phases send none.
-func heartbeating(ctx context.Context, fn func(ctx context.Context)) {
-	heartbeatingWith(ctx, nil, fn)
-}
-
-// heartbeatingWith is heartbeating with details: each beat carries what
-// details returns (the phase under way), shown by the Temporal UI on a
-// pending activity.
+// heartbeatingWith runs fn while telling Temporal the activity is alive, so
+// a crashed worker's activity is retried elsewhere after the heartbeat
+// timeout instead of the much longer start-to-close timeout. The first beat
+// comes after a quarter of the timeout: short runs send none. Each beat
+// carries what details returns (the phase under way), shown by the
+// Temporal UI on a pending activity.
 func heartbeatingWith(ctx context.Context, details func() any, fn func(ctx context.Context)) {
 	timeout := activity.GetInfo(ctx).HeartbeatTimeout
 	if timeout <= 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/activities"
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	"github.com/hyperfleet/hyperfleet/worker/versioning"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
@@ -29,6 +30,15 @@ type Config struct {
 	API        *apiclient.Client
 	// Adapters are hosted on their own task queues.
 	Adapters []*executor.Engine
+	// Version, when it names a build, makes the reconciler that version of
+	// its worker deployment: the workflows it starts are pinned to it
+	// (package versioning). Adapters are never versioned: an activity
+	// replays nothing, so any release's adapter workers serve any
+	// workflow.
+	Version versioning.Version
+	// UpgradeRehearsal hosts RehearsalWorkflow in place of the reconcile
+	// workflow: a release that cannot replay the previous one's histories.
+	UpgradeRehearsal bool
 	// MaxConcurrentActivities bounds each task queue's concurrent
 	// activities (0: the SDK's default).
 	MaxConcurrentActivities int
@@ -56,8 +66,20 @@ func Start(cfg Config) (*Host, error) {
 		if cfg.API == nil {
 			return nil, errors.New("the reconciler needs the API's address (--api-base-url)")
 		}
-		w := sdkworker.New(cfg.Client, reconcile.TaskQueue, opts)
-		w.RegisterWorkflowWithOptions(reconcile.Workflow, workflow.RegisterOptions{Name: reconcile.WorkflowName})
+		wopts := opts
+		if v := cfg.Version; v.Versioned() {
+			wopts.DeploymentOptions = sdkworker.DeploymentOptions{
+				UseVersioning:             true,
+				Version:                   sdkworker.WorkerDeploymentVersion{DeploymentName: v.Deployment, BuildID: v.BuildID},
+				DefaultVersioningBehavior: workflow.VersioningBehaviorPinned,
+			}
+		}
+		w := sdkworker.New(cfg.Client, reconcile.TaskQueue, wopts)
+		fn := reconcile.Workflow
+		if cfg.UpgradeRehearsal {
+			fn = RehearsalWorkflow
+		}
+		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: reconcile.WorkflowName})
 		(&activities.Resources{API: cfg.API}).Register(w)
 		h.add(w, reconcile.TaskQueue)
 	}
@@ -102,6 +124,20 @@ func pollers() sdkworker.PollerBehavior {
 func (h *Host) add(w sdkworker.Worker, queue string) {
 	h.workers = append(h.workers, w)
 	h.queues = append(h.queues, queue)
+}
+
+// RehearsalWorkflow is the reconcile workflow with one more command at the
+// start of every run (a side effect marker): it cannot replay any history
+// the plain workflow recorded, as a release with an incompatible workflow
+// change could not. `hyperfleet worker --upgrade-rehearsal` hosts it, so a
+// roll-out can be rehearsed (tests/topology does) to show that live
+// workflows move to a new release without replaying their history there.
+func RehearsalWorkflow(ctx workflow.Context, in reconcile.Input) error {
+	var marker string
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return "upgrade-rehearsal" }).Get(&marker); err != nil {
+		return err
+	}
+	return reconcile.Workflow(ctx, in)
 }
 
 // TaskQueues lists the queues this host polls.

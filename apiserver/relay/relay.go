@@ -291,15 +291,16 @@ func (r *Relay) fingerprint() (string, error) {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
-	// ProtocolEventDriven, not ProtocolCurrent: protocols 3 and 4 change nothing
-	// a running workflow must be told (running workflows keep the protocol
-	// they started with), so releasing them sends no signal to the fleet.
+	// Protocol is fixed at 2, the value every stored fingerprint has: a
+	// new workflow release changes nothing a running workflow must be told
+	// (worker versioning moves it), so releasing one sends no signal to
+	// the fleet.
 	doc := struct {
 		Protocol   int
 		Kinds      []string
 		Registered map[string][]string
 		Options    reconcile.Options
-	}{reconcile.ProtocolEventDriven, kinds, map[string][]string{}, r.cfg.Options}
+	}{2, kinds, map[string][]string{}, r.cfg.Options}
 	for _, k := range kinds {
 		doc.Registered[k] = sortedCopy(r.cfg.Registered[k])
 	}
@@ -523,7 +524,7 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 	}
 	opts := r.cfg.Options
 	sig := reconcile.Signal{Generation: d.Generation, Reason: d.Reason, Adapters: adapters, Options: &opts}
-	in := reconcile.Input{Ref: d.Ref, Generation: d.Generation, Adapters: adapters, Options: opts, Protocol: reconcile.ProtocolCurrent}
+	in := reconcile.NewInput(d.Ref, d.Generation, adapters, opts)
 	start := client.StartWorkflowOptions{
 		ID:                    reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
 		TaskQueue:             reconcile.TaskQueue,

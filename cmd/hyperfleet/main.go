@@ -45,6 +45,7 @@ func newRootCommand() *cobra.Command {
 		Version:       version.Version + " (built " + version.BuildTime + ")",
 	}
 	addLogFlags(root)
-	root.AddCommand(newServeCommand(), newWorkerCommand(), newDevCommand(), newTemporalCommand(), newMigrateCommand(), newAdapterCommand())
+	root.AddCommand(newServeCommand(), newWorkerCommand(), newDevCommand(), newTemporalCommand(), newMigrateCommand(), newAdapterCommand(),
+		newVersionsCommand())
 	return root
 }

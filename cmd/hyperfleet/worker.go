@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/temporalmetrics"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 	"github.com/hyperfleet/hyperfleet/worker"
+	"github.com/hyperfleet/hyperfleet/worker/versioning"
 	"github.com/hyperfleet/hyperfleet/worker/wake"
 )
 
@@ -44,6 +46,47 @@ type workerFlags struct {
 	wakeInterval  time.Duration
 	maestro       maestroFlags
 	tracing       tracingFlags
+	rollout       rolloutFlags
+}
+
+// rolloutFlags make the reconciler a version of a Temporal worker
+// deployment, so a new release takes over live workflows without
+// replaying them (package versioning).
+type rolloutFlags struct {
+	deployment   string
+	buildID      string
+	promote      bool
+	drainTimeout time.Duration
+	noticeRate   float64
+	rehearsal    bool
+}
+
+func (r *rolloutFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&r.deployment, "deployment-name", versioning.DefaultDeployment, "Temporal worker deployment the reconciler is a version of")
+	fs.StringVar(&r.buildID, "build-id", defaultBuildID(), "this release's version in the deployment (e.g. the image tag); reconcile workflows stay on the version they started on and move to a newer current one between rounds; empty: unversioned")
+	fs.BoolVar(&r.promote, "promote", true, "make --build-id the deployment's current version when it is new, and tell the previous version's workflows to move to it")
+	fs.DurationVar(&r.drainTimeout, "drain-timeout", 5*time.Minute, "on stop, when another version is current, keep serving until this version's workflows have moved to it, at most this long (0: stop at once)")
+	fs.Float64Var(&r.noticeRate, "upgrade-notice-rate", 200, "upgrade notices a second sent to the workflows of a replaced version")
+	fs.BoolVar(&r.rehearsal, "upgrade-rehearsal", false, "host a reconcile workflow that cannot replay the plain one's histories, to rehearse a roll-out of an incompatible release")
+	_ = fs.MarkHidden("upgrade-rehearsal")
+}
+
+func (r *rolloutFlags) version() (versioning.Version, error) {
+	v := versioning.Version{Deployment: r.deployment, BuildID: r.buildID}
+	if r.buildID != "" && r.deployment == "" {
+		return v, errors.New("--build-id needs --deployment-name")
+	}
+	return v, v.Validate()
+}
+
+// defaultBuildID is the binary's version, unless it has none (a plain `go
+// build`): a build id that stays the same while the code changes would pin
+// workflows to a version whose code is not what they ran.
+func defaultBuildID() string {
+	if version.Version == "" || version.Version == "dev" {
+		return ""
+	}
+	return version.Version
 }
 
 func newWorkerCommand() *cobra.Command {
@@ -71,6 +114,7 @@ order. --api-base-url overrides every adapter's clients.hyperfleet_api.base_url.
 	f.temporal.add(fs, "127.0.0.1:7233")
 	f.maestro.add(fs)
 	f.tracing.add(fs, "hyperfleet-worker")
+	f.rollout.add(fs)
 	fs.BoolVar(&f.reconciler, "reconciler", false, "host the reconcile workflows")
 	fs.StringArrayVar(&f.configs, "config", nil, "AdapterConfig file (repeatable; pairs with --task-config in order)")
 	fs.StringArrayVar(&f.taskConfigs, "task-config", nil, "AdapterTaskConfig file (repeatable)")
@@ -92,6 +136,13 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 	}
 	if !f.reconciler && len(files) == 0 {
 		return errors.New("nothing to host: pass --reconciler and/or adapters (--config/--task-config or --adapter-dir)")
+	}
+	ver, err := f.rollout.version()
+	if err != nil {
+		return err
+	}
+	if !f.reconciler {
+		ver = versioning.Version{} // adapters are never versioned
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -152,19 +203,40 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 		}
 	}
 	host, err := worker.Start(worker.Config{
-		Client: tc, Reconciler: f.reconciler, API: api, Adapters: engines,
-		MaxConcurrentActivities: f.maxActivities, Logger: log,
+		Client: tc, Reconciler: f.reconciler, API: api, Adapters: engines, Version: ver,
+		UpgradeRehearsal: f.rollout.rehearsal, MaxConcurrentActivities: f.maxActivities, Logger: log,
 	})
 	if err != nil {
 		return err
 	}
 	defer host.Stop()
-	log.Info().Str("version", version.Version).Str("temporal", f.temporal.cfg.Address).
-		Str("namespace", f.temporal.cfg.Namespace).Strs("task_queues", host.TaskQueues()).Msg("worker started")
+	ev := log.Info().Str("version", version.Version).Str("temporal", f.temporal.cfg.Address).
+		Str("namespace", f.temporal.cfg.Namespace).Strs("task_queues", host.TaskQueues())
+	if ver.Versioned() {
+		ev = ev.Str("deployment_version", ver.String())
+	}
+	ev.Msg("worker started")
+	// Ready once polling and, for a new version, made current: a rolling
+	// update stops the old release's workers only then.
+	var ready atomic.Bool
 	if f.metricsListen != "" {
-		serveMetrics(ctx, f.metricsListen, registry, log)
+		serveMetrics(ctx, f.metricsListen, registry, ready.Load, log)
+	}
+	rollLog := log.With().Str("component", "versioning").Logger()
+	if ver.Versioned() && f.rollout.promote {
+		go func() {
+			versioning.Start(ctx, tc, ver, f.rollout.noticeRate, rollLog)
+			ready.Store(true)
+		}()
+	} else {
+		ready.Store(true)
 	}
 	<-ctx.Done()
+	if ver.Versioned() {
+		// Still polling: only this version's workers can move its
+		// workflows to the current one.
+		versioning.Stop(context.WithoutCancel(ctx), tc, ver, f.rollout.drainTimeout, f.rollout.noticeRate, rollLog)
+	}
 	log.Info().Msg("worker stopping: finishing running activities")
 	return nil
 }
@@ -194,10 +266,19 @@ func (f *workerFlags) adapterFiles() ([]worker.AdapterFiles, error) {
 	return out, nil
 }
 
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log zerolog.Logger) {
+// serveMetrics serves /metrics, /healthz (alive) and /readyz (what ready
+// says: the worker polls and its version is decided).
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, ready func() bool, log zerolog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "starting: this version is not decided yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

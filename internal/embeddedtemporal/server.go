@@ -55,17 +55,26 @@ type Server struct {
 }
 
 // DynamicConfig makes a one-shard embedded server fast: the defaults add
-// 50-100 ms to every workflow task and can stall a long poll for 20 s.
+// 50-100 ms to every workflow task and can stall a long poll for 20 s. It
+// also spells out what worker versioning needs (on by default in this
+// server version; the reconciler relies on it) and refreshes a version's
+// drainage status every 10 s instead of minutes, as topology.DynamicConfig
+// does for the production shape.
 func DynamicConfig() dynamicconfig.StaticClient {
 	v := func(x any) []dynamicconfig.ConstrainedValue { return []dynamicconfig.ConstrainedValue{{Value: x}} }
 	return dynamicconfig.StaticClient{
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): v(true),
-		dynamicconfig.TransferProcessorMaxPollRPS.Key():             v(10000),
-		dynamicconfig.FrontendPersistenceMaxQPS.Key():               v(10000),
-		dynamicconfig.HistoryPersistenceMaxQPS.Key():                v(45000),
-		dynamicconfig.HistoryLongPollExpirationInterval.Key():       v(2 * time.Second),
-		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      v(1),
-		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     v(1),
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key():    v(true),
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():                v(10000),
+		dynamicconfig.FrontendPersistenceMaxQPS.Key():                  v(10000),
+		dynamicconfig.HistoryPersistenceMaxQPS.Key():                   v(45000),
+		dynamicconfig.HistoryLongPollExpirationInterval.Key():          v(2 * time.Second),
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():         v(1),
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():        v(1),
+		dynamicconfig.EnableDeploymentVersions.Key():                   v(true),
+		dynamicconfig.EnableSendTargetVersionChanged.Key():             v(true),
+		dynamicconfig.FrontendEnableWorkerVersioningWorkflowAPIs.Key(): v(true),
+		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():       v(10 * time.Second),
+		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key(): v(10 * time.Second),
 	}
 }
 

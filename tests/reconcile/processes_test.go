@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -62,6 +63,17 @@ func TestSeparateProcesses(t *testing.T) {
 		ready, _ := r.Condition(hf.ConditionReady)
 		return code == http.StatusOK && ready.Status == hf.StatusTrue, fmt.Sprintf("node pool: HTTP %d, Ready=%s (%s)", code, ready.Status, ready.Message)
 	}, nil)
+
+	// Worker versioning works on the embedded server too: the worker (the
+	// binary's version as its build id) made itself current, and the
+	// workflows are pinned to it.
+	out, err := exec.Command(testenv.Binary(t), "versions", "--temporal-address", temporalAddr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hyperfleet versions: %v\n%s", err, out)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 2 || !regexp.MustCompile(`^\S+\s+current\s+[1-9]`).MatchString(lines[1]) {
+		t.Errorf("hyperfleet versions printed:\n%s\nwant one current version with the workflows pinned to it", out)
+	}
 
 	// What an operator watches: the relay's hand-offs on the API, the
 	// adapters' runs on the worker.

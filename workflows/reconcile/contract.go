@@ -10,8 +10,6 @@
 package reconcile
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -44,50 +42,14 @@ const (
 	// ActivityReadResource reads the resource back after a round; the
 	// workflow runs it as a local activity on the reconciler's worker.
 	ActivityReadResource = "ReadResource"
-
-	// The three phase activities of protocol 1 (ProtocolPhases). Workers
-	// keep hosting them so workflows started before protocol 2 finish their
-	// current round; such workflows move to protocol 2 at their next wait.
-	ActivityPrepare = "AdapterPrepare"
-	ActivityApply   = "AdapterApply"
-	ActivityReport  = "AdapterReport"
 )
 
-// Protocols of the workflow, carried in its input so a replay always takes
-// the path it ran with.
-const (
-	// ProtocolPhases (the zero value, workflows started before protocol 2):
-	// three activities per adapter, a read-back activity, and the same
-	// backoff after every round that did not reconcile.
-	ProtocolPhases = 0
-	// ProtocolEventDriven: one activity per adapter, a local read-back, a
-	// round that made progress followed at once by the adapters not done,
-	// rounds woken by changes to the objects adapters manage, and jittered
-	// self-healing rounds.
-	ProtocolEventDriven = 2
-	// ProtocolStartAttributes: protocol 2, with the search attributes
-	// written only from the read-back, and only when they changed: they
-	// say what the API said at the last reading (the generation, and
-	// whether it was reconciled). The values a run was started (or
-	// continued) with count as written. Protocol 2 also wrote them when a
-	// round started, which repeated the start's values on a create and,
-	// on a generation bump, briefly claimed the new generation reconciled.
-	// Each write is a history event, a billable action and a visibility
-	// update. Upgrade workers before the API that starts workflows with it:
-	// a worker that does not know it would run protocol 2. Runs of protocol
-	// 2 keep it across continue-as-new.
-	ProtocolStartAttributes = 3
-	// ProtocolWatchedBackoff: protocol 3, where a round that waits only on
-	// watched objects always backs off longer (see waitsOnWatches).
-	// Protocol 3 runs record that choice with workflow.GetVersion, which
-	// writes a marker and a TemporalChangeVersion search attribute: a
-	// history event and a visibility update in nearly every new workflow.
-	// Here the input says it, so nothing is recorded. Runs keep their
-	// protocol across continue-as-new.
-	ProtocolWatchedBackoff = 4
-	// ProtocolCurrent is the protocol the API starts workflows with.
-	ProtocolCurrent = ProtocolWatchedBackoff
-)
+// inputProtocol is written into every workflow input and read by no one in
+// this release. The previous release reads it: a workflow this API starts
+// that reaches one of its workers during a roll-out must run the protocol
+// this release replays (its histories are workflows/testdata), not that
+// release's oldest one, which an absent field selects.
+const inputProtocol = 4
 
 // Error types an activity returns for failures retrying cannot fix.
 const (
@@ -114,7 +76,7 @@ var (
 )
 
 // StartAttributes are the search attributes a resource's workflow is
-// started with. Protocol 3 takes them as written, so the relay and the
+// started with. The workflow takes them as written, so the relay and the
 // workflow must agree on them: both use this.
 func StartAttributes(ref Ref, generation int64) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(AttrKind.ValueSet(ref.Kind), AttrResourceID.ValueSet(ref.ID),
@@ -202,14 +164,18 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
+// NewInput is the input the relay starts a resource's workflow with.
+func NewInput(ref Ref, generation int64, adapters []string, opts Options) Input {
+	return Input{Ref: ref, Generation: generation, Adapters: adapters, Options: opts, Protocol: inputProtocol}
+}
+
 // Input starts (or continues) a workflow.
 type Input struct {
 	Ref        Ref      `json:"ref"`
 	Generation int64    `json:"generation"`
 	Adapters   []string `json:"adapters"`
 	Options    Options  `json:"options"`
-	// Protocol selects the workflow's behaviour (ProtocolPhases when
-	// absent: histories recorded before protocol 2 replay unchanged).
+	// Protocol is inputProtocol; see there.
 	Protocol int `json:"protocol,omitempty"`
 	// Carry is the state handed over by continue-as-new.
 	Carry *Carry `json:"carry,omitempty"`
@@ -246,8 +212,13 @@ const (
 	// ReasonResync: the relay (re)started and makes sure a workflow runs.
 	ReasonResync = "resync"
 	// ReasonObjectChanged: an object an adapter manages changed status, was
-	// modified or was deleted behind its back (protocol 2).
+	// modified or was deleted behind its back.
 	ReasonObjectChanged = "object-changed"
+	// ReasonUpgrade: a newer worker deployment version is current. The
+	// signal runs nothing; it gives a workflow pinned to an older version a
+	// task in which it sees that and continues as new onto the current one
+	// (see Workflow).
+	ReasonUpgrade = "upgrade"
 )
 
 // Carry is what survives continue-as-new.
@@ -260,13 +231,11 @@ type Carry struct {
 	// removal check) made by a signal just before continue-as-new.
 	Wake       bool `json:"wake,omitempty"`
 	CheckFirst bool `json:"check_first,omitempty"`
-	// Pending lists the adapters the pending round runs. Protocol 2 always
-	// writes it (an empty list means none pending); its absence marks a
-	// carry from protocol 1, whose next run starts with every adapter. All
-	// asks for every adapter.
+	// Pending lists the adapters the pending round runs (an empty list:
+	// none); All asks for every adapter.
 	Pending []string `json:"pending"`
 	All     bool     `json:"all,omitempty"`
-	// Settled and Deleting are the last read-back (protocol 2).
+	// Settled and Deleting are the last read-back.
 	Settled   []string `json:"settled,omitempty"`
 	SettledAt int64    `json:"settled_at,omitempty"`
 	Deleting  bool     `json:"deleting,omitempty"`
@@ -316,44 +285,6 @@ type PhaseReport struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-// PrepareInput is the first phase's input.
-type PrepareInput struct {
-	Event resource.Event `json:"event"`
-}
-
-// PhaseInput is the input of the apply and report phases: the state the
-// phase before returned. A struct, so a field can be added without
-// changing the activities' signatures.
-type PhaseInput struct {
-	State json.RawMessage `json:"state"`
-}
-
-// UnmarshalJSON also reads the bare state that workflows scheduled before
-// PhaseInput existed, so an activity scheduled across an upgrade runs.
-func (in *PhaseInput) UnmarshalJSON(b []byte) error {
-	if !json.Valid(b) {
-		return fmt.Errorf("phase input is not JSON")
-	}
-	// Anything else is handed on as the state, for the activity to refuse
-	// with a message that names it.
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(b, &fields) == nil {
-		if st, ok := fields["state"]; ok && len(fields) == 1 {
-			in.State = st
-			return nil
-		}
-	}
-	in.State = append(json.RawMessage(nil), b...)
-	return nil
-}
-
-// PhaseResult is each phase's output: the engine's state, opaque to the
-// workflow, and what the workflow needs to decide.
-type PhaseResult struct {
-	State   json.RawMessage `json:"state"`
-	Summary Summary         `json:"summary"`
-}
-
 // Summary describes where a run stands.
 type Summary struct {
 	ExecutionStatus  ExecutionStatus `json:"execution_status"`
@@ -363,9 +294,6 @@ type Summary struct {
 	ErrorPhase       string          `json:"error_phase,omitempty"`
 	Error            string          `json:"error,omitempty"`
 	Reported         bool            `json:"reported,omitempty"`
-	// Applied is set by Prepare when it already ran the resources phase
-	// (an adapter without resources): the workflow skips Apply.
-	Applied bool `json:"applied,omitempty"`
 }
 
 // Proceed reports whether later phases have anything to do.
@@ -400,12 +328,11 @@ type Outcome string
 
 // Adapter outcomes.
 const (
-	OutcomeSuccess    Outcome = "success"
-	OutcomeSkipped    Outcome = "skipped"
-	OutcomeFailed     Outcome = "failed"
-	OutcomeGone       Outcome = "gone"
-	OutcomeSuperseded Outcome = "superseded"
-	OutcomeError      Outcome = "error"
+	OutcomeSuccess Outcome = "success"
+	OutcomeSkipped Outcome = "skipped"
+	OutcomeFailed  Outcome = "failed"
+	OutcomeGone    Outcome = "gone"
+	OutcomeError   Outcome = "error"
 )
 
 // ExecutionStatus is how an adapter run ended as its activity reports it

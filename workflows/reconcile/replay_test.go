@@ -11,20 +11,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// TestReplayRecordedHistories replays histories recorded from real runs
-// (tests/reconcile with HYPERFLEET_RECORD_HISTORIES=1): a change to the
-// workflow that would break running workflows fails here. Such a change
-// needs workflow.GetVersion, not a re-recording. Older histories stay, so
-// workflows started by earlier releases keep replaying: v1-* come from the
-// first release (before retry rounds skipped settled adapters and Prepare
-// could stand in for Apply), v2-* from the last release of protocol 1 (three
-// activities per adapter, a read-back activity, one backoff for every
-// round); v3-* from protocol 2 (one activity per adapter, progress rounds,
-// wake-ups), v4-* from protocol 3 (search attributes written from the
-// read-back only) before a round waiting only on watched objects backed
-// off longer, v5-* from protocol 3 after that change (cluster-dependent-
-// chain holds its "watched-backoff" marker), and the unprefixed ones from
-// protocol 4 (the same rounds, no marker).
+// TestReplayRecordedHistories replays histories the previous release
+// recorded from real runs (tests/reconcile with
+// HYPERFLEET_RECORD_HISTORIES=1): this release must run them on. Pinned
+// workflows never replay another release's history, but an unversioned
+// deployment upgrades in place, and every workflow the previous
+// (unversioned) release started moves to this release by replay when this
+// release's first worker deployment version becomes current. Each release
+// replaces these files with its own recordings; older ones are not kept
+// (docs/operator-guide.md, "Upgrading").
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.json.gz"))
 	if err != nil {

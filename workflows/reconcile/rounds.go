@@ -10,11 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// This file is protocols 2 to 4 (ProtocolEventDriven,
-// ProtocolStartAttributes and ProtocolWatchedBackoff, which differ only in
-// when search attributes are written and how a run records its longer
-// backoff on watched objects): a round runs only when something changed,
-// and runs only the adapters that change concerns.
+// A round runs only when something changed, and runs only the adapters
+// that change concerns.
 //
 //   - A new generation runs every adapter.
 //   - A round after which more adapters are done than before (progress: one
@@ -29,12 +26,19 @@ import (
 //   - A Reconciled resource waits for the next change, or for the
 //     stability window (jittered) for a self-healing round of every adapter.
 //   - Signals that carry no change (a resync; a node pool removed while its
-//     cluster is not being deleted) run no round.
+//     cluster is not being deleted; an upgrade notice) run no round.
+//   - Between rounds, a run pinned to a worker deployment version that is
+//     no longer the current one continues as new onto the current one.
 
-// run is the loop of protocols 2 to 4.
+// run is the workflow's loop: one round, then the wait for the next reason
+// to run one.
 func (r *reconciler) run(ctx workflow.Context) error {
 	for {
 		if r.roundsRun >= r.opts.RoundsPerRun || (r.roundsRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			return r.continueAsNew(ctx)
+		}
+		if upgradeDue(ctx) {
+			r.log.Info("a newer worker deployment version is current: continuing as new on it", "generation", r.latest, "round", r.round)
 			return r.continueAsNew(ctx)
 		}
 		r.drainSignals(ctx)
@@ -46,7 +50,7 @@ func (r *reconciler) run(ctx workflow.Context) error {
 			}
 		}
 		if r.roundDue() {
-			gone, err := r.round2(ctx)
+			gone, err := r.runRound(ctx)
 			if err != nil || gone {
 				return err
 			}
@@ -59,18 +63,23 @@ func (r *reconciler) run(ctx workflow.Context) error {
 // roundDue reports whether a round is asked for.
 func (r *reconciler) roundDue() bool { return r.all || len(r.pending) > 0 || r.wake }
 
-// round2 runs one round and decides what follows it: the next round's
+// upgradeDue reports whether Temporal told this run, in the task under
+// way, that its worker deployment's current version is no longer the one
+// the run is pinned to. Deterministic: the flag is part of the task's
+// started event. Always false on unversioned workers.
+func upgradeDue(ctx workflow.Context) bool {
+	return workflow.GetInfo(ctx).GetTargetWorkerDeploymentVersionChanged()
+}
+
+// runRound runs one round and decides what follows it: the next round's
 // adapters when it made progress, nothing otherwise (the loop then waits).
-func (r *reconciler) round2(ctx workflow.Context) (gone bool, err error) {
+func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 	adapters := r.takePending()
 	r.target, r.wake = r.latest, false
 	before := r.settledAtTarget()
 	r.round++
 	r.roundsRun++
 	r.phase, r.nextRound = PhaseRunning, time.Time{}
-	if r.protocol < ProtocolStartAttributes {
-		r.upsertAttributes(ctx)
-	}
 	r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
 	started := workflow.Now(ctx)
 	r.runAdapters(ctx, adapters)
@@ -150,7 +159,8 @@ func (r *reconciler) unsettled() []string {
 // sleep waits for the next reason to run a round: a signal that asks for
 // one, or the timer: the backoff of a resource not Reconciled (which then
 // re-runs the adapters not done) or the stability window of a Reconciled
-// one (which then runs every adapter).
+// one (which then runs every adapter). It also ends when a task tells the
+// run to move to a newer worker deployment version.
 func (r *reconciler) sleep(ctx workflow.Context) {
 	wait := r.stabilityWait()
 	r.phase = PhaseStable
@@ -158,7 +168,7 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 		r.failures = 0
 	} else {
 		wait = r.backoff()
-		if r.waitsOnWatches() && r.watchedBackoff(ctx) {
+		if r.waitsOnWatches() {
 			wait = max(wait, r.opts.watchedBackoff())
 		}
 		r.failures++
@@ -178,9 +188,12 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 		sel.AddReceive(r.signals, func(c workflow.ReceiveChannel, _ bool) {
 			var s Signal
 			c.Receive(ctx, &s)
-			r.apply(s)
+			r.applyChange(s)
 		})
 		sel.Select(ctx)
+		if !fired && upgradeDue(ctx) {
+			return // the loop continues as new; the wait resumes there
+		}
 	}
 	if !fired || r.roundDue() {
 		return
@@ -217,7 +230,7 @@ func jittered(d time.Duration, j float64, id string, round int64) time.Duration 
 	return d + time.Duration((2*frac-1)*j*float64(d))
 }
 
-// applyChange folds a signal into the state of protocols 2 to 4.
+// applyChange folds a signal into the workflow's state.
 func (r *reconciler) applyChange(s Signal) {
 	if s.Generation > r.latest {
 		r.latest, r.all = s.Generation, true
@@ -256,6 +269,9 @@ func (r *reconciler) applyChange(s Signal) {
 			r.pending[a] = true
 		}
 		r.log.Info("managed objects changed", "adapters", s.Changed, "due", due, "detail", s.Detail)
+	case ReasonUpgrade:
+		// Nothing to fold in: the task that delivers it is what the run
+		// needed to see the current version (upgradeDue).
 	}
 }
 
@@ -358,22 +374,6 @@ func (r *reconciler) metrics(ctx workflow.Context) client.MetricsHandler {
 	return workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": r.ref.Kind})
 }
 
-// changeWatchedBackoff versions the longer backoff of a round that waits
-// only on watched objects, in runs of protocol 3 and earlier.
-const changeWatchedBackoff = "watched-backoff"
-
-// watchedBackoff reports whether a round that waits only on watched
-// objects backs off longer: always from protocol 4 on; before, as the
-// run's version marker says. The marker is recorded only where it
-// applies, so protocol 3 histories in which no round ever waited on
-// watched objects alone replay unchanged.
-func (r *reconciler) watchedBackoff(ctx workflow.Context) bool {
-	if r.protocol >= ProtocolWatchedBackoff {
-		return true
-	}
-	return workflow.GetVersion(ctx, changeWatchedBackoff, workflow.DefaultVersion, 1) == 1
-}
-
 // waitsOnWatches reports whether every adapter not done ran successfully at
 // the round's generation and waits only on objects its worker watches (an
 // applied Job not complete yet, a Deployment rolling out): their change of
@@ -392,4 +392,17 @@ func (r *reconciler) waitsOnWatches() bool {
 		}
 	}
 	return true
+}
+
+// outcomeOf reads an adapter run's outcome from its summary.
+func outcomeOf(s Summary) (outcome Outcome, detail string) {
+	switch {
+	case s.Gone:
+		return OutcomeGone, s.SkipReason
+	case s.ExecutionStatus == ExecutionFailed:
+		return OutcomeFailed, s.ErrorPhase + ": " + s.Error
+	case s.ResourcesSkipped:
+		return OutcomeSkipped, s.SkipReason
+	}
+	return OutcomeSuccess, ""
 }

@@ -11,13 +11,18 @@ import (
 )
 
 // Workflow reconciles one resource until it is gone.
+//
+// On versioned workers it is pinned: a run stays on the worker deployment
+// version it started on, so a release may change this code freely. A run
+// moves to a newer version only by continuing as new, which it does at its
+// next safe point (between rounds) once Temporal says the deployment's
+// current version changed, and at every continue-as-new for history
+// length. A ReasonUpgrade signal gives an idle run the task in which it
+// learns that.
 func Workflow(ctx workflow.Context, in Input) error {
 	r := &reconciler{}
 	if err := r.setup(ctx, in); err != nil {
 		return err
-	}
-	if r.protocol == ProtocolPhases {
-		return r.runPhases(ctx)
 	}
 	return r.run(ctx)
 }
@@ -27,7 +32,6 @@ func Workflow(ctx workflow.Context, in Input) error {
 type reconciler struct {
 	ref      Ref
 	opts     Options
-	protocol int
 	adapters []string
 	signals  workflow.ReceiveChannel
 	log      log.Logger
@@ -49,14 +53,11 @@ type reconciler struct {
 	// as read back after the last round.
 	settled   []string
 	settledAt int64
-	// retry is set when a backoff timer ends the wait: the next round only
-	// re-runs the adapters that are not settled yet (protocol 1).
-	retry bool
 
 	// wake asks for a round now although no newer generation is known.
 	wake bool
 	// pending are the adapters the next round runs, all of them when all
-	// is set (protocol 2).
+	// is set.
 	pending map[string]bool
 	all     bool
 	// seen is, per adapter, the digest of each object its last run
@@ -84,7 +85,7 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 	if in.Ref.ID == "" || in.Ref.Kind == "" {
 		return temporal.NewNonRetryableApplicationError("the workflow input names no resource", ErrConfig, nil)
 	}
-	r.ref, r.opts, r.latest, r.protocol = in.Ref, in.Options.WithDefaults(), in.Generation, in.Protocol
+	r.ref, r.opts, r.latest = in.Ref, in.Options.WithDefaults(), in.Generation
 	r.adapters = sortedCopy(in.Adapters)
 	r.outcomes = map[string]AdapterView{}
 	r.pending = map[string]bool{}
@@ -104,19 +105,14 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 		for k, v := range c.Seen {
 			r.seen[k] = v
 		}
-		if c.Pending != nil {
-			// Carried by protocol 2: the pending round is exactly what it
-			// was (none at all when none was pending), and the generation
-			// it acted on is the newest known.
-			r.all, r.target = c.All, r.latest
-			for _, a := range c.Pending {
-				r.pending[a] = true
-			}
+		// The pending round is exactly what it was (none at all when none
+		// was pending), and the generation it acted on is the newest known.
+		r.all, r.target = c.All, r.latest
+		for _, a := range c.Pending {
+			r.pending[a] = true
 		}
 	}
-	if r.protocol >= ProtocolStartAttributes {
-		r.attrs = startAttributes(ctx, r.ref)
-	}
+	r.attrs = startAttributes(ctx, r.ref)
 	r.signals = workflow.GetSignalChannel(ctx, SignalName)
 	r.log = log.With(workflow.GetLogger(ctx), "kind", r.ref.Kind, "resource_id", r.ref.ID)
 	return workflow.SetQueryHandler(ctx, QueryName, r.view)
@@ -148,23 +144,8 @@ func (r *reconciler) drainSignals(ctx workflow.Context) {
 		if !r.signals.ReceiveAsync(&s) {
 			return
 		}
-		r.apply(s)
+		r.applyChange(s)
 	}
-}
-
-func (r *reconciler) apply(s Signal) {
-	if r.protocol == ProtocolPhases {
-		r.applyPhases(s)
-		return
-	}
-	r.applyChange(s)
-}
-
-// superseded reports whether a newer generation than the round's is known;
-// the round then stops acting on the old one.
-func (r *reconciler) superseded(ctx workflow.Context) bool {
-	r.drainSignals(ctx)
-	return r.latest > r.target
 }
 
 func activityError(phase string, err error) string {
@@ -235,31 +216,31 @@ func (r *reconciler) upsertAttributes(ctx workflow.Context) {
 
 // continueAsNew starts a fresh run with the same state, so a resource that
 // lives for months keeps a bounded history. Pending signals are folded in
-// first: a signal left in the channel would be lost. The new run keeps the
-// run's protocol (protocol 1 moves to protocol 2): during a rolling upgrade
-// its next task may reach a worker that does not know a newer one, and only
-// the API, upgraded after the workers, starts runs with the newest.
+// first: a signal left in the channel would be lost. The new run starts on
+// the deployment's current version (AutoUpgrade for its first task, then
+// pinned there): every continue-as-new is a safe point to take a new
+// release, whatever code the next run has.
 func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	r.drainSignals(ctx)
 	carry := &Carry{Round: r.round, Failures: r.failures, Reconciled: r.reconciled,
-		Wake: r.wake, CheckFirst: r.checkFirst, Adapters: map[string]AdapterView{}}
+		Wake: r.wake, CheckFirst: r.checkFirst, Adapters: map[string]AdapterView{},
+		All: r.all, Pending: sortedKeys(r.pending),
+		Settled: r.settled, SettledAt: r.settledAt, Deleting: r.deleting}
 	for k, v := range r.outcomes {
 		carry.Adapters[k] = v
 	}
-	if r.protocol != ProtocolPhases {
-		carry.All, carry.Pending = r.all, sortedKeys(r.pending)
-		carry.Settled, carry.SettledAt, carry.Deleting = r.settled, r.settledAt, r.deleting
-		if len(r.seen) > 0 {
-			carry.Seen = r.seen
-		}
-		if carry.Pending == nil {
-			carry.Pending = []string{} // present: carried by protocol 2
-		}
+	if len(r.seen) > 0 {
+		carry.Seen = r.seen
+	}
+	if carry.Pending == nil {
+		carry.Pending = []string{}
 	}
 	r.log.Info("continuing as new", "generation", r.latest, "round", r.round)
-	return workflow.NewContinueAsNewError(ctx, WorkflowName, Input{
-		Ref: r.ref, Generation: r.latest, Adapters: r.adapters, Options: r.opts, Protocol: max(r.protocol, ProtocolEventDriven), Carry: carry,
-	})
+	next := NewInput(r.ref, r.latest, r.adapters, r.opts)
+	next.Carry = carry
+	return workflow.NewContinueAsNewErrorWithOptions(ctx,
+		workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
+		WorkflowName, next)
 }
 
 func sortedCopy(in []string) []string {

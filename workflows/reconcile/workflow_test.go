@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// harness runs the workflow (protocols 2 and 3) in the SDK's test
-// environment with mocked activities and records what it did. Protocol 1 is covered by
-// replaying the histories it recorded (replay_test.go).
+// harness runs the workflow in the SDK's test environment with mocked
+// activities and records what it did. Compatibility with the previous
+// release is covered by replaying its histories (replay_test.go).
 type harness struct {
 	t   *testing.T
 	env *testsuite.TestWorkflowEnvironment
@@ -101,13 +101,10 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// exec runs the workflow to its end with the current protocol and no
-// jitter unless the input says otherwise.
+// exec runs the workflow to its end, with no jitter unless the input says
+// otherwise.
 func (h *harness) exec(in Input) {
 	h.t.Helper()
-	if in.Protocol == 0 {
-		in.Protocol = ProtocolCurrent
-	}
 	if in.Options.StabilityJitter == 0 {
 		in.Options.StabilityJitter = -1
 	}
@@ -349,37 +346,6 @@ func TestWaitOnWatchedObjectsBacksOffLonger(t *testing.T) {
 	}
 }
 
-// Protocol 4 backs off longer on watched objects because its input says
-// so; protocol 3 asks workflow.GetVersion, which in a new run records a
-// marker and a TemporalChangeVersion search attribute (a history event and
-// a visibility update nearly every new workflow paid).
-func TestWatchedBackoffIsRecordedOnlyBeforeProtocol4(t *testing.T) {
-	job := map[string]map[string]string{"validation-job": {"Job c1/validate": "d1"}}
-	for _, tc := range []struct {
-		protocol int
-		asks     bool
-	}{
-		{ProtocolStartAttributes, true},
-		{ProtocolWatchedBackoff, false},
-	} {
-		t.Run(fmt.Sprintf("protocol %d", tc.protocol), func(t *testing.T) {
-			h := newHarness(t)
-			h.seen, h.watched = job, map[string]bool{"validation-job": true}
-			versions := 0
-			h.env.OnGetVersion(changeWatchedBackoff, workflow.DefaultVersion, 1).Run(func(mock.Arguments) { versions++ }).Return(workflow.Version(1))
-			done := []string{"landing-zone", "validation"}
-			h.states = []ResourceState{pendingAt(1, done...), pendingAt(1, done...), pendingAt(1, done...), reconciledAt(1), gone}
-			h.exec(Input{Ref: cluster, Generation: 1, Adapters: threeAdapters, Protocol: tc.protocol})
-			if got := fmt.Sprint(h.timers); got != "[10s 10s 30m0s]" {
-				t.Errorf("timers = %v, want [10s 10s 30m0s]", got)
-			}
-			if (versions > 0) != tc.asks {
-				t.Errorf("GetVersion(%q) called %d times; want it asked: %t", changeWatchedBackoff, versions, tc.asks)
-			}
-		})
-	}
-}
-
 // Contract: readiness and drift of what adapters applied wake the owning
 // workflow: the round runs the adapter whose objects changed, at once.
 func TestObjectChangeWakesTheBackoffForThatAdapter(t *testing.T) {
@@ -602,11 +568,15 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	if can.WorkflowType.Name != WorkflowName {
 		t.Errorf("continued as %q", can.WorkflowType.Name)
 	}
+	// Every continue-as-new is a safe point to take a new release.
+	if can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
+		t.Errorf("continued with versioning behaviour %v, want AutoUpgrade", can.InitialVersioningBehavior)
+	}
 	var next Input
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.Ref != cluster || next.Generation != 2 || next.Protocol != ProtocolCurrent || next.Carry == nil || next.Carry.Round != 2 {
+	if next.Ref != cluster || next.Generation != 2 || next.Protocol != inputProtocol || next.Carry == nil || next.Carry.Round != 2 {
 		t.Errorf("continued with %+v carry %+v, want the generation-2 signal and 2 rounds carried", next, next.Carry)
 	}
 	if !next.Carry.All || fmt.Sprint(next.Carry.Settled) != "[validation]" || next.Carry.SettledAt != 1 {
@@ -620,32 +590,11 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	}
 }
 
-// A run continues with its own protocol: only the API, upgraded after the
-// workers, starts runs with a newer one.
-func TestContinueAsNewKeepsTheProtocol(t *testing.T) {
-	for _, protocol := range []int{ProtocolEventDriven, ProtocolStartAttributes} {
-		h := newHarness(t)
-		h.states = []ResourceState{pendingAt(1)}
-		h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Protocol: protocol, Options: Options{RoundsPerRun: 1}})
-		var can *workflow.ContinueAsNewError
-		if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-			t.Fatalf("protocol %d: workflow ended with %v, want continue-as-new", protocol, err)
-		}
-		var next Input
-		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-			t.Fatal(err)
-		}
-		if next.Protocol != protocol {
-			t.Errorf("protocol %d continued as protocol %d", protocol, next.Protocol)
-		}
-	}
-}
-
 func TestContinuedRunResumesWhereItWas(t *testing.T) {
 	t.Run("a pending round of one adapter", func(t *testing.T) {
 		h := newHarness(t)
 		h.states = []ResourceState{reconciledAt(2), gone}
-		h.exec(Input{Ref: cluster, Generation: 2, Adapters: threeAdapters, Protocol: ProtocolEventDriven,
+		h.exec(Input{Ref: cluster, Generation: 2, Adapters: threeAdapters,
 			Carry: &Carry{Round: 200, Failures: 3, Pending: []string{"validation-job"}, Adapters: map[string]AdapterView{"validation": {Generation: 1, Outcome: OutcomeSuccess}}}})
 		if got := h.rounds(1, 3); got[0] != "validation-job@2" {
 			t.Errorf("first round after continue-as-new = %q, want the pending adapter only", got[0])
@@ -657,35 +606,13 @@ func TestContinuedRunResumesWhereItWas(t *testing.T) {
 	t.Run("nothing pending", func(t *testing.T) {
 		h := newHarness(t)
 		h.states = []ResourceState{gone}
-		h.exec(Input{Ref: cluster, Generation: 2, Adapters: []string{"validation"}, Protocol: ProtocolEventDriven,
+		h.exec(Input{Ref: cluster, Generation: 2, Adapters: []string{"validation"},
 			Carry: &Carry{Round: 7, Reconciled: true, Pending: []string{}}})
 		// It waits out the window first, then runs its self-healing round.
 		if got := h.rounds(1); got[0] != "validation@2" || fmt.Sprint(h.timers) != "[30m0s]" {
 			t.Errorf("rounds = %q, timers = %v", got, h.timers)
 		}
 	})
-}
-
-// A workflow started by protocol 1 that reaches a round on a worker with
-// protocol 2 continues as new on protocol 2 before running anything.
-func TestProtocol1WorkflowMovesToProtocol2(t *testing.T) {
-	h := newHarness(t)
-	h.env.ExecuteWorkflow(WorkflowName, Input{Ref: cluster, Generation: 3, Adapters: []string{"validation"},
-		Carry: &Carry{Round: 40, Wake: true}})
-	var can *workflow.ContinueAsNewError
-	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("workflow ended with %v, want continue-as-new", err)
-	}
-	var next Input
-	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
-	}
-	if next.Protocol != ProtocolEventDriven || next.Generation != 3 || next.Carry.Round != 40 || !next.Carry.Wake {
-		t.Errorf("continued with %+v carry %+v", next, next.Carry)
-	}
-	if len(h.calls) != 0 {
-		t.Errorf("protocol 1 ran adapters before moving: %v", h.calls)
-	}
 }
 
 func TestQueryShowsWhereTheWorkflowStands(t *testing.T) {
@@ -715,7 +642,7 @@ func TestInputWithoutResourceIsRejected(t *testing.T) {
 func TestStabilityWindowIsJittered(t *testing.T) {
 	h := newHarness(t)
 	h.states = []ResourceState{reconciledAt(1), gone}
-	h.env.ExecuteWorkflow(WorkflowName, Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Protocol: ProtocolEventDriven})
+	h.env.ExecuteWorkflow(WorkflowName, Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
 	want := jittered(30*time.Minute, 0.1, cluster.ID, 1)
 	if len(h.timers) != 1 || h.timers[0] != want || want == 30*time.Minute {
 		t.Errorf("timers = %v, want the jittered window %v", h.timers, want)
@@ -807,22 +734,19 @@ func TestIDsAndEvent(t *testing.T) {
 	}
 }
 
-// Search attributes: protocol 3 writes them from the read-back only, when
-// they changed, and takes the start's values as written; protocol 2 also
-// wrote them at every round's start.
+// Search attributes are written from the read-back only, when they
+// changed; the start's values count as written. Each write is a history
+// event, a billable action and a visibility update.
 func TestSearchAttributeWrites(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		protocol int
-		start    bool // started with the relay's search attributes
-		want     []string
+		name  string
+		start bool // started with the relay's search attributes
+		want  []string
 	}{
-		{"protocol 3, started with attributes", ProtocolStartAttributes, true,
+		{"started with attributes", true,
 			[]string{"gen=1 reconciled=true", "gen=2 reconciled=false", "gen=2 reconciled=true"}},
-		{"protocol 3, started without", ProtocolStartAttributes, false,
+		{"started without", false,
 			[]string{"gen=1 reconciled=false", "gen=1 reconciled=true", "gen=2 reconciled=false", "gen=2 reconciled=true"}},
-		{"protocol 2", ProtocolEventDriven, true,
-			[]string{"gen=1 reconciled=false", "gen=1 reconciled=true", "gen=2 reconciled=true", "gen=2 reconciled=false", "gen=2 reconciled=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -843,7 +767,7 @@ func TestSearchAttributeWrites(t *testing.T) {
 				writes = append(writes, fmt.Sprintf("gen=%d reconciled=%t", gen, rec))
 			}).Return()
 			h.signalAt(time.Hour, Signal{Generation: 2})
-			h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Protocol: tc.protocol,
+			h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"},
 				Options: Options{StabilityWindow: 2 * time.Hour}})
 			if err := h.env.GetWorkflowError(); err != nil {
 				t.Fatalf("workflow failed: %v", err)
@@ -852,5 +776,90 @@ func TestSearchAttributeWrites(t *testing.T) {
 				t.Errorf("search attribute writes =\n  %q\nwant\n  %q", writes, tc.want)
 			}
 		})
+	}
+}
+
+// continuedInput is the input a workflow that ended in continue-as-new
+// handed to its next run; it fails the test for any other end.
+func (h *harness) continuedInput() (Input, *workflow.ContinueAsNewError) {
+	h.t.Helper()
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		h.t.Fatalf("workflow ended with %v, want continue-as-new", err)
+	}
+	var next Input
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		h.t.Fatal(err)
+	}
+	return next, can
+}
+
+// Contract (rolling upgrades): a run pinned to a worker deployment version
+// that is no longer current continues as new onto the current one at its
+// next safe point, between rounds. An idle run learns it from the task an
+// upgrade notice gives it; the notice itself runs no adapter.
+func TestUpgradeNoticeMovesAnIdleRunToTheCurrentVersion(t *testing.T) {
+	h := newHarness(t)
+	h.states = []ResourceState{reconciledAt(1)}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SetTargetWorkerDeploymentVersionChanged(true)
+		h.env.SignalWorkflow(SignalName, Signal{Reason: ReasonUpgrade})
+	}, time.Minute)
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	next, can := h.continuedInput()
+	if can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
+		t.Errorf("continued with versioning behaviour %v, want AutoUpgrade (the new run starts on the current version)", can.InitialVersioningBehavior)
+	}
+	if got := h.rounds(1); got[0] != "validation@1" {
+		t.Errorf("rounds = %q, want only the first", got)
+	}
+	if next.Carry == nil || next.Carry.Round != 1 || !next.Carry.Reconciled || next.Carry.All || len(next.Carry.Pending) != 0 {
+		t.Errorf("carry = %+v, want round 1, Reconciled, nothing pending", next.Carry)
+	}
+	if next.Protocol != inputProtocol || next.Generation != 1 {
+		t.Errorf("continued with %+v", next)
+	}
+}
+
+// A round under way when the current version changes finishes on the
+// version it started on (its activities and read-back are part of this
+// run's history); the run moves right after it.
+func TestUpgradeWaitsForTheRoundUnderWay(t *testing.T) {
+	h := newHarness(t)
+	h.delay = time.Second
+	h.states = []ResourceState{pendingAt(1, "validation")}
+	h.env.RegisterDelayedCallback(func() { h.env.SetTargetWorkerDeploymentVersionChanged(true) }, 500*time.Millisecond)
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"landing-zone", "validation"}})
+	next, _ := h.continuedInput()
+	if got := h.rounds(2); got[0] != "landing-zone@1,validation@1" {
+		t.Errorf("rounds = %q, want the round under way completed", got)
+	}
+	if h.reads != 1 {
+		t.Errorf("read back %d times, want once (after the round)", h.reads)
+	}
+	if len(h.timers) != 0 {
+		t.Errorf("timers = %v: the run waited before moving", h.timers)
+	}
+	// The landing zone is not done: the next run retries it after its
+	// backoff, as this run would have.
+	if next.Carry == nil || fmt.Sprint(next.Carry.Settled) != "[validation]" || next.Carry.Reconciled {
+		t.Errorf("carry = %+v, want the read-back carried", next.Carry)
+	}
+}
+
+// Without a newer version an upgrade notice changes nothing: no round, no
+// continue-as-new, the wait goes on.
+func TestUpgradeNoticeWithoutNewVersionRunsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.states = []ResourceState{reconciledAt(1), gone}
+	h.signalAt(time.Minute, Signal{Reason: ReasonUpgrade})
+	h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow ended with %v", err)
+	}
+	// The first round, then the self-healing round at the end of the
+	// window, which finds the resource gone.
+	if got := h.rounds(1, 1); got[1] != "validation@1" || fmt.Sprint(h.timers) != "[30m0s]" {
+		t.Errorf("rounds = %q, timers = %v", got, h.timers)
 	}
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
+	"github.com/hyperfleet/hyperfleet/worker/versioning"
+)
+
+// newVersionsCommand shows and steers the reconciler's worker deployment:
+// which release new workflows start on, and where the live ones are.
+func newVersionsCommand() *cobra.Command {
+	var (
+		tf         temporalFlags
+		deployment string
+		timeout    time.Duration
+		rate       float64
+		buildID    string
+	)
+	oneBuildID := func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 || args[0] == "" {
+			return fmt.Errorf("name one build id (see 'hyperfleet versions')")
+		}
+		buildID = args[0]
+		return nil
+	}
+	// withClient runs fn with a Temporal client, closed after it.
+	withClient := func(fn func(ctx context.Context, c client.Client, log zerolog.Logger) error) func(*cobra.Command, []string) error {
+		return withLogger(func(ctx context.Context, log zerolog.Logger) error {
+			c, err := temporalclient.Dial(tf.cfg, log.With().Str("component", "temporal").Logger())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return fn(ctx, c, log)
+		})
+	}
+	cmd := &cobra.Command{
+		Use:   "versions",
+		Short: "List the reconciler's releases (worker deployment versions) and where live workflows run",
+		Long: `List the versions of the reconciler's Temporal worker deployment: which one
+new reconcile workflows start on (current), how many live workflows are still
+pinned to each, and whether an old one is drained (its workers may stop).
+A reconciler worker makes its version current when it is new; use the
+subcommands to roll back or to finish a roll-out by hand.`,
+		Args:    cobra.NoArgs,
+		PreRunE: bindEnvPreRun,
+		RunE: withClient(func(ctx context.Context, c client.Client, _ zerolog.Logger) error {
+			return listVersions(ctx, os.Stdout, c, deployment)
+		}),
+	}
+	tf.add(cmd.PersistentFlags(), "127.0.0.1:7233")
+	cmd.PersistentFlags().StringVar(&deployment, "deployment-name", versioning.DefaultDeployment, "the reconciler's worker deployment")
+
+	setCurrent := &cobra.Command{
+		Use:   "set-current BUILD_ID",
+		Short: "Make a version current (a rollback, or a version its workers did not promote)",
+		Long: `Make BUILD_ID the version new reconcile workflows start on, and tell the
+live workflows of the version it replaces to move to it at their next safe
+point. The replaced version's workers must keep running until it is drained
+('hyperfleet versions' shows it; they drain on stop by themselves).`,
+		Args:    oneBuildID,
+		PreRunE: bindEnvPreRun,
+		RunE: withClient(func(ctx context.Context, c client.Client, log zerolog.Logger) error {
+			v := versioning.Version{Deployment: deployment, BuildID: buildID}
+			prev, err := versioning.SetCurrent(ctx, c, v)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%s is current (was %q)\n", v, prev.BuildID)
+			if prev.BuildID == "" || prev == v {
+				return nil
+			}
+			sent, err := versioning.Nudge(ctx, c, prev, rate, log)
+			fmt.Printf("told %d workflows pinned to %s to move\n", sent, prev)
+			return err
+		}),
+	}
+	drain := &cobra.Command{
+		Use:   "drain BUILD_ID",
+		Short: "Move every live workflow of a version to the current one and wait until none is left",
+		Long: `Tell every live reconcile workflow pinned to BUILD_ID to move to the current
+version, and wait until none is left (at most --timeout). A worker of BUILD_ID
+must be running: only it can run the move. Use it when that version's workers
+stopped before they had drained, after starting one of them again.`,
+		Args:    oneBuildID,
+		PreRunE: bindEnvPreRun,
+		RunE: withClient(func(ctx context.Context, c client.Client, log zerolog.Logger) error {
+			v := versioning.Version{Deployment: deployment, BuildID: buildID}
+			cur, err := versioning.Current(ctx, c, deployment)
+			if err != nil {
+				return err
+			}
+			if cur == v {
+				return fmt.Errorf("%s is the current version: make another one current first (hyperfleet versions set-current)", v)
+			}
+			dctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			left, err := versioning.Drain(dctx, c, v, rate, log)
+			if err != nil {
+				return err
+			}
+			if left > 0 {
+				return fmt.Errorf("%d workflows are still pinned to %s after %s: is a worker of it running?", left, v, timeout)
+			}
+			fmt.Printf("%s is drained: its workers may stop\n", v)
+			return nil
+		}),
+	}
+	drain.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	for _, c := range []*cobra.Command{setCurrent, drain} {
+		c.Flags().Float64Var(&rate, "upgrade-notice-rate", 200, "upgrade notices a second")
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+// listVersions prints one line a version, newest first.
+func listVersions(ctx context.Context, out io.Writer, c client.Client, deployment string) error {
+	d, err := c.WorkerDeploymentClient().GetHandle(deployment).Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+	if err != nil {
+		return fmt.Errorf("describe worker deployment %s: %w (has a versioned reconciler run yet?)", deployment, err)
+	}
+	rc := d.Info.RoutingConfig
+	sums := d.Info.VersionSummaries
+	sort.Slice(sums, func(i, j int) bool { return sums[i].CreateTime.After(sums[j].CreateTime) })
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "BUILD ID\tROLE\tPINNED WORKFLOWS\tDRAINAGE\tCREATED")
+	for _, s := range sums {
+		v := versioning.Version{Deployment: deployment, BuildID: s.Version.BuildID}
+		role := "-"
+		switch {
+		case rc.CurrentVersion != nil && rc.CurrentVersion.BuildID == v.BuildID:
+			role = "current"
+		case rc.RampingVersion != nil && rc.RampingVersion.BuildID == v.BuildID:
+			role = fmt.Sprintf("ramping %.0f%%", rc.RampingVersionPercentage)
+		}
+		pinned := "?"
+		if n, err := versioning.Pinned(ctx, c, v); err == nil {
+			pinned = fmt.Sprint(n)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", v.BuildID, role, pinned, drainage(s.DrainageStatus), s.CreateTime.UTC().Format(time.RFC3339))
+	}
+	return w.Flush()
+}
+
+func drainage(s client.WorkerDeploymentVersionDrainageStatus) string {
+	switch s {
+	case client.WorkerDeploymentVersionDrainageStatusDraining:
+		return "draining"
+	case client.WorkerDeploymentVersionDrainageStatusDrained:
+		return "drained"
+	}
+	return "-"
+}
