@@ -31,7 +31,7 @@ HELM_VERSION := v3.19.0
 # The linter `make lint` (and so `make test`) runs; settings in .golangci.yml.
 GOLANGCI_VERSION := v2.15.0
 
-.PHONY: all build run test test-tools lint vet fmt-check bench race fuzz clean help
+.PHONY: all build run run-ha test test-tools lint vet fmt-check bench race fuzz clean help
 
 all: build
 
@@ -46,6 +46,11 @@ $(BIN)/hyperfleet: FORCE
 
 run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, adapters (state in .hyperfleet/)
 	$(BIN)/hyperfleet dev $(RUN_FLAGS)
+
+# The production shape as separate processes: PostgreSQL, Temporal's own
+# server as four services with its UI, two API replicas, two workers.
+run-ha: build $(BIN)/temporal-server $(BIN)/temporal-sql-tool ## start the production shape as separate processes (state in .hyperfleet-ha/)
+	$(BIN)/hyperfleet run-ha --bin-dir $(BIN) $(RUN_FLAGS)
 
 # Tests that run the binary (worker and Temporal processes) share this build.
 test: lint test-tools build ## lint (gofmt, golangci-lint with go vet) and every test (fuzz seed corpora included)
@@ -146,6 +151,6 @@ fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)
 	$(GO) test -run '^$$' -fuzz FuzzAppendJSON -fuzztime $(FUZZTIME) ./resource/
 
 clean: ## remove built binaries and local state
-	rm -rf $(BIN) .hyperfleet out
+	rm -rf $(BIN) .hyperfleet .hyperfleet-ha out
 
 FORCE:

@@ -46,6 +46,6 @@ func newRootCommand() *cobra.Command {
 	}
 	addLogFlags(root)
 	root.AddCommand(newServeCommand(), newWorkerCommand(), newDevCommand(), newTemporalCommand(), newMigrateCommand(), newAdapterCommand(),
-		newVersionsCommand())
+		newVersionsCommand(), newRunHACommand())
 	return root
 }

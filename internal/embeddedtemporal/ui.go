@@ -18,19 +18,25 @@ type UI struct {
 	URL string
 }
 
-// StartUI serves the Web UI for the server on 127.0.0.1:port. The UI
-// library exits the process when it cannot listen, so the port is checked
-// first and a clear error returned instead.
+// StartUI serves the Web UI for the server on 127.0.0.1:port.
 func (s *Server) StartUI(port int) (*UI, error) {
+	return StartUI(s.hostPort, s.cfg.Namespace, port)
+}
+
+// StartUI serves the Web UI for the Temporal frontend at hostPort on
+// 127.0.0.1:port, opening on namespace. The UI library exits the process
+// when it cannot listen, so the port is checked first and a clear error
+// returned instead.
+func StartUI(hostPort, namespace string, port int) (*UI, error) {
 	if err := portFree(port); err != nil {
 		return nil, fmt.Errorf("temporal UI port %d: %w (pick another with --ui-port, or 0 to run without the UI)", port, err)
 	}
 	srv := uiserver.NewServer(server_options.WithConfigProvider(&uiconfig.Config{
 		Host:                "127.0.0.1",
 		Port:                port,
-		TemporalGRPCAddress: s.hostPort,
+		TemporalGRPCAddress: hostPort,
 		EnableUI:            true,
-		DefaultNamespace:    s.cfg.Namespace,
+		DefaultNamespace:    namespace,
 		HideLogs:            true,
 		DisableNewsFetch:    true,
 		// Plain HTTP on loopback: the CSRF cookie must not require HTTPS.

@@ -7,13 +7,10 @@ package testenv
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +22,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the admin connection
 
 	"github.com/hyperfleet/hyperfleet/internal/loopback"
+	"github.com/hyperfleet/hyperfleet/internal/pgcluster"
 )
 
 // DatabaseURLEnv points tests at an existing PostgreSQL server instead of a
@@ -274,40 +272,15 @@ func withDatabasePlaceholder(u string) string {
 }
 
 func postgresBinDir() (string, error) {
-	if d := os.Getenv(PostgresBinEnv); d != "" {
-		return d, nil
-	}
-	candidates, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Sort(sort.Reverse(sort.StringSlice(candidates)))
-	for _, c := range candidates {
-		if _, err := os.Stat(filepath.Join(c, "initdb")); err == nil {
-			return c, nil
-		}
-	}
-	if p, err := exec.LookPath("initdb"); err == nil {
-		return filepath.Dir(p), nil
-	}
-	return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found: install them " +
-		"(Debian: apt-get install postgresql-15), set " + PostgresBinEnv + " to their directory, " +
-		"or set " + DatabaseURLEnv + " to a server the tests may create databases on")
+	return pgcluster.BinDir(os.Getenv(PostgresBinEnv), "set "+PostgresBinEnv+" to their directory, "+
+		"or set "+DatabaseURLEnv+" to a server the tests may create databases on")
 }
 
 // dropRoot returns the credentials to run PostgreSQL with: it refuses to run
 // as root, so as root the cluster belongs to the "postgres" user.
 func dropRoot(dir string) (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("running as root needs a 'postgres' user to own the test cluster: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(dir, uid, gid); err != nil {
-		return nil, err
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	cred, _, err := pgcluster.Owner(dir)
+	return cred, err
 }
 
 // FreePort is a loopback port nobody listens on at the moment of asking.

@@ -1,0 +1,230 @@
+package topology
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"text/template"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// TemporalServices are Temporal's four services, each its own process
+// (temporal-<service>), as production runs them.
+var TemporalServices = []string{"history", "matching", "frontend", "worker"}
+
+// temporalPorts are a service's ports on 127.0.0.1.
+type temporalPorts struct {
+	GRPC, Membership, Metrics int
+}
+
+// temporalConfig is what the services' configuration files say.
+type temporalConfig struct {
+	Service       string
+	Shards        int
+	DBPort        int
+	Database      string
+	Visibility    string
+	Ports         map[string]temporalPorts
+	FrontendHTTP  int
+	DynamicConfig string
+}
+
+// The configuration of one service: the same for all four but for the
+// metrics port (each process serves its own /metrics). PostgreSQL through
+// the postgres12 plugin, default store and visibility each in a database
+// of its own; TLS and authorization are left to the operator's own
+// configuration (this is the loopback shape of `make run-ha`).
+var temporalConfigTemplate = template.Must(template.New("temporal").Parse(`# Written by hyperfleet run-ha for the {{.Service}} service; rewritten at every start.
+log:
+  stdout: true
+  level: warn
+  format: json
+persistence:
+  defaultStore: default
+  visibilityStore: visibility
+  numHistoryShards: {{.Shards}}
+  datastores:
+    default:
+      sql:
+        pluginName: postgres12
+        databaseName: {{.Database}}
+        connectAddr: "127.0.0.1:{{.DBPort}}"
+        connectProtocol: tcp
+        user: postgres
+        maxConns: 20
+        maxIdleConns: 20
+        maxConnLifetime: 1h
+    visibility:
+      sql:
+        pluginName: postgres12
+        databaseName: {{.Visibility}}
+        connectAddr: "127.0.0.1:{{.DBPort}}"
+        connectProtocol: tcp
+        user: postgres
+        maxConns: 10
+        maxIdleConns: 10
+        maxConnLifetime: 1h
+global:
+  membership:
+    maxJoinDuration: 30s
+    broadcastAddress: "127.0.0.1"
+  metrics:
+    prometheus:
+      framework: tally
+      timerType: histogram
+      listenAddress: "127.0.0.1:{{(index .Ports .Service).Metrics}}"
+services:
+{{- range $name, $p := .Ports}}
+  {{$name}}:
+    rpc:
+      grpcPort: {{$p.GRPC}}
+      membershipPort: {{$p.Membership}}
+      bindOnIP: "127.0.0.1"
+{{- if eq $name "frontend"}}
+      httpPort: {{$.FrontendHTTP}}
+{{- end}}
+{{- end}}
+clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: active
+  currentClusterName: active
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: frontend
+      rpcAddress: "127.0.0.1:{{(index .Ports "frontend").GRPC}}"
+dcRedirectionPolicy:
+  policy: noop
+archival:
+  history:
+    state: disabled
+  visibility:
+    state: disabled
+namespaceDefaults:
+  archival:
+    history:
+      state: disabled
+    visibility:
+      state: disabled
+publicClient:
+  hostPort: "127.0.0.1:{{(index .Ports "frontend").GRPC}}"
+dynamicConfigClient:
+  filepath: "{{.DynamicConfig}}"
+  pollInterval: 10s
+`))
+
+// DynamicConfig is the services' dynamic configuration: Temporal's
+// defaults, with worker versioning spelled out (this release relies on
+// it: deployment versions and the TargetWorkerDeploymentVersionChanged
+// notice to pinned workflows) and its drainage status refreshed every 10
+// seconds instead of minutes, so `hyperfleet versions` says promptly when
+// an old release may stop.
+const DynamicConfig = `# Written by hyperfleet run-ha; rewritten at every start.
+system.enableDeploymentVersions:
+  - value: true
+system.enableSendTargetVersionChanged:
+  - value: true
+frontend.workerVersioningWorkflowAPIs:
+  - value: true
+matching.wv.VersionDrainageStatusRefreshInterval:
+  - value: 10s
+matching.wv.VersionDrainageStatusVisibilityGracePeriod:
+  - value: 10s
+limit.maxIDLength:
+  - value: 255
+`
+
+// writeTemporalConfigs writes one configuration file a service and the
+// dynamic configuration into dir.
+func writeTemporalConfigs(dir string, cfg temporalConfig) (map[string]string, error) {
+	cfg.DynamicConfig = filepath.Join(dir, "temporal-dynamicconfig.yaml")
+	if err := os.WriteFile(cfg.DynamicConfig, []byte(DynamicConfig), 0o644); err != nil {
+		return nil, err
+	}
+	files := map[string]string{}
+	for _, svc := range TemporalServices {
+		cfg.Service = svc
+		var b bytes.Buffer
+		if err := temporalConfigTemplate.Execute(&b, cfg); err != nil {
+			return nil, err
+		}
+		f := filepath.Join(dir, "temporal-"+svc+".yaml")
+		if err := os.WriteFile(f, b.Bytes(), 0o644); err != nil {
+			return nil, err
+		}
+		files[svc] = f
+	}
+	return files, nil
+}
+
+// setupTemporalSchema creates or upgrades Temporal's two schemas with its
+// SQL tool (the schemas are embedded in it): idempotent, so every start
+// runs it.
+func setupTemporalSchema(ctx context.Context, sqlTool string, dbPort int, logFile string, databases map[string]string) error {
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	for _, db := range []string{"temporal", "visibility"} {
+		base := []string{"--plugin", "postgres12", "--endpoint", "127.0.0.1", "--port", strconv.Itoa(dbPort),
+			"--user", "postgres", "--database", databases[db]}
+		for _, step := range [][]string{
+			{"setup-schema", "-v", "0.0"}, // creates the version table only when absent
+			{"update-schema", "--schema-name", "postgresql/v12/" + db},
+		} {
+			cmd := exec.CommandContext(ctx, sqlTool, append(append([]string{}, base...), step...)...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			fmt.Fprintf(log, "=== %s %v\n%s", sqlTool, cmd.Args[1:], out.String())
+			if err != nil {
+				return fmt.Errorf("temporal-sql-tool %s on %s: %w\n%s", step[0], databases[db], err, out.String())
+			}
+		}
+	}
+	return nil
+}
+
+// registerNamespace creates the namespace when it does not exist yet; the
+// frontend may take a moment to serve after it listens.
+func registerNamespace(ctx context.Context, c client.Client, name string, retention time.Duration) error {
+	for {
+		_, err := c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+			Namespace: name, WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+		})
+		var exists *serviceerror.NamespaceAlreadyExists
+		if err == nil || errors.As(err, &exists) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("register Temporal namespace %s: %w", name, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	// A new namespace reaches every frontend's cache within seconds.
+	for {
+		_, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: name})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("namespace %s not visible on the Temporal frontend: %w", name, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
