@@ -54,7 +54,7 @@ run-ha: build $(BIN)/temporal-server $(BIN)/temporal-sql-tool ## start the produ
 
 # Tests that run the binary (worker and Temporal processes) share this build.
 test: lint test-tools build ## lint (gofmt, golangci-lint with go vet) and every test (fuzz seed corpora included)
-	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd, helm, maestro, temporal-server and temporal-sql-tool into bin/ (cached)
 
