@@ -19,6 +19,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/specschema"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/apiserver/stuck"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -39,7 +40,10 @@ type Options struct {
 	SpecSchema string
 	// SkipMigrate leaves the schema alone (run `hyperfleet migrate` instead).
 	SkipMigrate bool
-	Logger      zerolog.Logger
+	// StuckAfter is how long a resource may stay not Reconciled before
+	// hyperfleet_reconcile_stuck counts it (default stuck.DefaultAfter).
+	StuckAfter time.Duration
+	Logger     zerolog.Logger
 }
 
 // App is an assembled API.
@@ -120,6 +124,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 	}
 	m := metrics.New(st.SQLDB())
 	m.WatchFleet(fleetReader(st, opts.Kinds.Names()))
+	m.Registry.MustRegister(stuck.NewCollector(st, opts.Registered, opts.StuckAfter))
 	srv, err := New(opts.Server, svc, st, authn, m, opts.Logger)
 	if err != nil {
 		st.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/request"
+	"github.com/hyperfleet/hyperfleet/apiserver/stuck"
 	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
@@ -25,6 +26,7 @@ type apiFlags struct {
 	shutdownTimeout time.Duration
 	specSchema      string
 	skipMigrate     bool
+	stuckAfter      time.Duration
 	pprofListen     string
 	jwt             auth.Config
 	db              dbFlags
@@ -50,6 +52,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.DurationVar(&a.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests")
 	fs.StringVar(&a.specSchema, "spec-schema", "", "OpenAPI document with ClusterSpec/NodePoolSpec schemas to validate specs against")
 	fs.BoolVar(&a.skipMigrate, "skip-migrate", false, "do not apply schema migrations at start-up (run 'hyperfleet migrate' instead)")
+	fs.DurationVar(&a.stuckAfter, "reconcile-stuck-after", stuck.DefaultAfter, "count a resource in hyperfleet_reconcile_stuck once it has not been Reconciled for this long")
 	fs.StringVar(&a.pprofListen, "pprof-listen", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&a.jwt.Enabled, "jwt-enabled", false, "require JWT bearer tokens")
 	fs.StringVar(&a.jwt.Issuer, "jwt-issuer", "", "required token issuer (iss)")
@@ -87,7 +90,7 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 		Registered:  registered,
 		Auth:        a.jwt,
 		SpecSchema:  a.specSchema,
-		SkipMigrate: a.skipMigrate,
+		SkipMigrate: a.skipMigrate, StuckAfter: a.stuckAfter,
 	}, nil
 }
 
