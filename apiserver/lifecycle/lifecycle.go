@@ -235,12 +235,16 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 		return nil, err
 	}
 	now := s.clock()
+	rules, err := s.rules.Evaluate(ctx, kind, 1, nil)
+	if err != nil {
+		return nil, asProblem(err)
+	}
 	r := &resource.Resource{
 		Kind: kind, ID: newID(), Name: req.Name, Generation: 1,
 		Spec: req.Spec, Labels: req.Labels,
 		CreatedTime: now, UpdatedTime: now, CreatedBy: actor, UpdatedBy: actor,
 		Status: resource.Status{Conditions: aggregation.Compute(aggregation.Input{Kind: kind, Generation: 1,
-			Registered: s.registered[kind], Rules: s.rules.Evaluate(kind, 1, nil), Now: now}).Conditions},
+			Registered: s.registered[kind], Rules: rules, Now: now}).Conditions},
 	}
 	if r.Labels == nil {
 		r.Labels = map[string]string{}
@@ -768,6 +772,17 @@ func (s *Service) isRegistered(kind, adapter string) bool {
 	return false
 }
 
+// registeredStatuses keeps the reports of the kind's registered adapters.
+func (s *Service) registeredStatuses(kind string, statuses []resource.AdapterStatus) []resource.AdapterStatus {
+	out := make([]resource.AdapterStatus, 0, len(statuses))
+	for i := range statuses {
+		if s.isRegistered(kind, statuses[i].Adapter) {
+			out = append(out, statuses[i])
+		}
+	}
+	return out
+}
+
 // aggregate recomputes a locked resource's conditions from its statuses in
 // place and reports whether its deletion is complete.
 func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resource, statuses []resource.AdapterStatus, now time.Time) (bool, error) {
@@ -781,10 +796,16 @@ func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resour
 			return false, err
 		}
 	}
+	// Condition rules see the reports of registered adapters only, as the
+	// fixed conditions do: anyone may report under any other name.
+	rules, err := s.rules.Evaluate(ctx, r.Kind, r.Generation, s.registeredStatuses(r.Kind, statuses))
+	if err != nil {
+		return false, err
+	}
 	res := aggregation.Compute(aggregation.Input{
 		Kind: r.Kind, Generation: r.Generation, Deleting: r.DeletedTime != nil, Children: children,
 		Registered: s.registered[r.Kind], Statuses: statuses, Previous: r.Status.Conditions, Now: now,
-		Rules: s.rules.Evaluate(r.Kind, r.Generation, statuses),
+		Rules: rules,
 	})
 	r.Status.Conditions = res.Conditions
 	return res.Removable, nil
