@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/internal/jsonnum"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -216,7 +215,8 @@ func sortFieldErrors(errs []problem.FieldError) {
 }
 
 // SameJSON reports whether two JSON documents are semantically equal: key
-// order, white space and number spelling (1 vs 1.0) do not count.
+// order, white space and number spelling (1 vs 1.0) do not count; numbers
+// are compared exactly.
 func SameJSON(a, b json.RawMessage) bool {
 	x, err1 := decodeJSON(a)
 	y, err2 := decodeJSON(b)
@@ -261,25 +261,9 @@ func equalJSON(a, b any) bool {
 		return true
 	case json.Number:
 		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if x == y {
-			return true
-		}
-		if strings.ContainsAny(string(x)+string(y), "eE") {
-			// Exponents can be huge ("1e999999999"): compare as floats
-			// rather than materialising exact values.
-			fx, errx := strconv.ParseFloat(string(x), 64)
-			fy, erry := strconv.ParseFloat(string(y), 64)
-			return errx == nil && erry == nil && fx == fy
-		}
-		rx, okx := new(big.Rat).SetString(string(x))
-		ry, oky := new(big.Rat).SetString(string(y))
-		if !okx || !oky {
-			return x == y
-		}
-		return rx.Cmp(ry) == 0
+		// Exact, whatever the spelling: as float64, 9007199254740993
+		// equals 9007199254740992 and 2e-400 equals 0.
+		return ok && jsonnum.Equal(string(x), string(y))
 	default:
 		return a == b
 	}
