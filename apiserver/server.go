@@ -36,6 +36,9 @@ type Config struct {
 	BodyLimit int64
 	// SpecLimit bounds the spec of one resource in bytes (as sent).
 	SpecLimit int64
+	// StatusDataLimit bounds a status report's data and its metadata, each,
+	// in bytes (as sent).
+	StatusDataLimit int64
 	// RequestTimeout bounds the work of one request.
 	RequestTimeout time.Duration
 	// ShutdownGrace is how long readiness reports "shutting down" before the

@@ -58,3 +58,22 @@ func TestValidateForceDelete(t *testing.T) {
 		}
 	}
 }
+
+// countValues counts what the search index keeps a row for: strings,
+// numbers and booleans that are values, at any depth; not keys, nulls or
+// empty containers.
+func TestCountValues(t *testing.T) {
+	for doc, want := range map[string]int{
+		`{}`:                                  0,
+		`{"a":1,"b":"x","c":true,"d":null}`:   3,
+		`{"a":{"b":{"c":[1,2,{"d":"e"}]}}}`:   3,
+		`{"k":"v","o":{},"l":[],"n":[null]}`:  1,
+		`{"a":[[1,2],[3,[4,{"x":false}]]]}`:   5,
+		`{"key-only-strings":{"x":{"y":{}}}}`: 0,
+		`{"a":1,"b":`:                         1, // what it read before the error
+	} {
+		if got := countValues([]byte(doc)); got != want {
+			t.Errorf("countValues(%s) = %d, want %d", doc, got, want)
+		}
+	}
+}

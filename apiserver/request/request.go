@@ -25,6 +25,12 @@ const DefaultBodyLimit = 1 << 20
 // body limit, sets what one list response may hold.
 const DefaultSpecLimit = 64 << 10
 
+// DefaultStatusDataLimit bounds a status report's data and, separately,
+// its metadata (16 KiB each, as sent). A resource lists every adapter's
+// report, so this limit, not the body limit, sets what one statuses list
+// may hold; it also bounds what condition rules iterate.
+const DefaultStatusDataLimit = 16 << 10
+
 // ReadBody reads a JSON request body within limit bytes.
 func ReadBody(r *http.Request, limit int64) ([]byte, *problem.Problem) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {

@@ -20,6 +20,7 @@ type apiFlags struct {
 	listen          string
 	bodyLimit       int64
 	specLimit       int64
+	statusDataLimit int64
 	requestTimeout  time.Duration
 	shutdownGrace   time.Duration
 	shutdownTimeout time.Duration
@@ -45,6 +46,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.listen, "listen", ":8000", "address of the API")
 	fs.Int64Var(&a.bodyLimit, "body-limit", request.DefaultBodyLimit, "maximum request body size in bytes")
 	fs.Int64Var(&a.specLimit, "spec-limit", request.DefaultSpecLimit, "maximum size in bytes of one cluster or node pool spec; bounds the memory of list responses")
+	fs.Int64Var(&a.statusDataLimit, "status-data-limit", request.DefaultStatusDataLimit, "maximum size in bytes of a status report's data, and of its metadata; bounds the memory of status lists")
 	fs.DurationVar(&a.requestTimeout, "request-timeout", 30*time.Second, "maximum time to serve one request")
 	fs.DurationVar(&a.shutdownGrace, "shutdown-grace", 0, "on SIGTERM, report not-ready for this long before closing the listener")
 	fs.DurationVar(&a.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests")
@@ -78,7 +80,7 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 	}
 	return apiserver.Options{
 		Server: apiserver.Config{
-			Listen: a.listen, BodyLimit: a.bodyLimit, SpecLimit: a.specLimit, RequestTimeout: a.requestTimeout,
+			Listen: a.listen, BodyLimit: a.bodyLimit, SpecLimit: a.specLimit, StatusDataLimit: a.statusDataLimit, RequestTimeout: a.requestTimeout,
 			ShutdownGrace: a.shutdownGrace, ShutdownTimeout: a.shutdownTimeout,
 			Version: version.Version, BuildTime: version.BuildTime,
 		},
