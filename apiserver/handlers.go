@@ -225,10 +225,21 @@ func (s *Server) listKind(k resource.Kind, parentParam string) func(c *gin.Conte
 	}
 }
 
-func (s *Server) decode(c *gin.Context, dst any) error {
+// readBody reads the request body within the body limit, noting that it
+// was read.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 	body, p := request.ReadBody(c.Request, s.cfg.BodyLimit)
 	if p != nil {
-		return p
+		return nil, p
+	}
+	c.Set(bodyReadKey, true)
+	return body, nil
+}
+
+func (s *Server) decode(c *gin.Context, dst any) error {
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
 	}
 	if p := request.Decode(body, dst); p != nil {
 		return p
@@ -333,9 +344,9 @@ func (s *Server) listStatuses(ref refFunc) func(c *gin.Context) error {
 func (s *Server) reportStatus(ref refFunc) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
 		r := ref(c)
-		body, p := request.ReadBody(c.Request, s.cfg.BodyLimit)
-		if p != nil {
-			return p
+		body, err := s.readBody(c)
+		if err != nil {
+			return err
 		}
 		report, p := request.DecodeStatusReport(body)
 		if p != nil {

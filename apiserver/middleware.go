@@ -31,6 +31,8 @@ import (
 const (
 	identityKey  = "hyperfleet.identity"
 	requestIDKey = "hyperfleet.request_id"
+	// bodyReadKey marks a request whose body a handler read to the end.
+	bodyReadKey = "hyperfleet.body_read"
 )
 
 func (s *Server) requestID(c *gin.Context) {

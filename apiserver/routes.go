@@ -145,6 +145,12 @@ func (s *Server) fail(c *gin.Context, err error) {
 	if p.Status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "5")
 	}
+	if c.Request.ContentLength != 0 && !c.GetBool(bodyReadKey) {
+		// Refused before its body was read (no token, a bad path): Go's
+		// server would read the rest of the body before answering, for as
+		// long as a slow client takes to send it. Answer now and close.
+		c.Header("Connection", "close")
+	}
 	if p.Status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="hyperfleet", error="invalid_token"`)
 	}

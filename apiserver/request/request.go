@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -41,6 +42,10 @@ func ReadBody(r *http.Request, limit int64) ([]byte, *problem.Problem) {
 		limit = DefaultBodyLimit
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, problem.New(http.StatusRequestTimeout, problem.CodeReadTimeout,
+			"the request body did not arrive within the server's read timeout; send it at once").WithCause(err)
+	}
 	if err != nil {
 		return nil, problem.New(http.StatusBadRequest, problem.CodeMalformedBody, "the request body could not be read").WithCause(err)
 	}
