@@ -89,6 +89,9 @@ type Server struct {
 
 	mu     sync.Mutex
 	checks []Check
+	// failing holds each failing check's last error, so a failure is
+	// logged when it starts or changes, not on every probe.
+	failing map[string]string
 }
 
 // New assembles the router.
@@ -109,7 +112,7 @@ func New(cfg Config, svc *lifecycle.Service, st store.Store, authn *auth.Authent
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
 	}
-	s := &Server{cfg: cfg, svc: svc, store: st, auth: authn, metrics: m, log: log, openapi: doc, idKinds: map[string]string{}}
+	s := &Server{cfg: cfg, svc: svc, store: st, auth: authn, metrics: m, log: log, openapi: doc, idKinds: map[string]string{}, failing: map[string]string{}}
 	for _, k := range svc.Kinds().All() {
 		s.idKinds[idParam(k.Kind)] = k.Kind
 	}
@@ -223,9 +226,13 @@ func (s *Server) readyz(c *gin.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			err := chk.Check(ctx)
+			s.noteCheck(chk.Name, err)
+			// The probe is open to anyone: the cause (the database's user,
+			// name, host and port in a driver's error) goes to the log only.
 			res := "ok"
-			if err := chk.Check(ctx); err != nil {
-				res = "unavailable: " + err.Error()
+			if err != nil {
+				res = "unavailable"
 			}
 			mu.Lock()
 			out.Checks[chk.Name] = res
@@ -241,6 +248,25 @@ func (s *Server) readyz(c *gin.Context) {
 		code = http.StatusServiceUnavailable
 	}
 	c.JSON(code, out)
+}
+
+// noteCheck logs a readiness check's cause when it starts failing or its
+// error changes, and its recovery.
+func (s *Server) noteCheck(name string, err error) {
+	s.mu.Lock()
+	last, was := s.failing[name]
+	if err == nil {
+		delete(s.failing, name)
+	} else {
+		s.failing[name] = err.Error()
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil && (!was || last != err.Error()):
+		s.log.Warn().Str("check", name).Err(err).Msg("readiness check failing")
+	case err == nil && was:
+		s.log.Info().Str("check", name).Msg("readiness check ok again")
+	}
 }
 
 // Routes lists "METHOD /path" for every route, with parameters in OpenAPI
