@@ -95,8 +95,9 @@ func (s *Server) traceRequest(c *gin.Context) {
 func (s *Server) requestLog(c *gin.Context) *zerolog.Logger {
 	l := s.log.With().Str("request_id", c.GetString(requestIDKey)).Str("method", c.Request.Method).Str("route", c.FullPath())
 	for _, p := range c.Params {
-		// Every path parameter is a resource id (cluster_id, nodepool_id).
-		l = l.Str(p.Key, p.Value)
+		// Every path parameter is a resource id (cluster_id, nodepool_id),
+		// or whatever a client put in its place.
+		l = l.Str(p.Key, problem.Truncate(p.Value, 64))
 	}
 	logger := l.Logger()
 	return &logger
@@ -110,7 +111,7 @@ func (s *Server) accessLog(c *gin.Context) {
 	if status >= 500 {
 		ev = s.requestLog(c).Warn()
 	}
-	ev.Int("status", status).Dur("latency", time.Since(start)).Str("path", c.Request.URL.Path).Msg("request")
+	ev.Int("status", status).Dur("latency", time.Since(start)).Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("request")
 }
 
 func (s *Server) recoverPanic(c *gin.Context) {
