@@ -142,6 +142,10 @@ func (s *Server) authenticate(c *gin.Context) {
 		if errors.As(err, &ae) && ae.Forbidden {
 			code, status = problem.CodeForbidden, http.StatusForbidden
 		}
+		// At info, with the reason and never the token: repeated failures
+		// are how a probe or a misconfigured client shows.
+		s.requestLog(c).Info().Int("status", status).Str("reason", err.Error()).Str("remote", c.Request.RemoteAddr).
+			Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("authentication failed")
 		s.fail(c, problem.New(status, code, err.Error()))
 		return
 	}
