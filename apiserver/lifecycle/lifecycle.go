@@ -458,11 +458,13 @@ func (s *Service) checkRestrict(r *resource.Resource, children []resource.Resour
 		r.Kind, r.ID, n, strings.Join(names, ", "), more)
 }
 
-// checkReferrers refuses to delete a resource, or its subtree, that live
+// checkReferrers refuses to delete a resource, or its subtree, that
 // resources elsewhere still link to, naming them so the caller knows which
-// references to drop first. A referrer being deleted does not hold it, and
-// once a resource is deleting no new link to it can be made, so its later
-// removal cannot leave a live reference dangling.
+// references to drop or which removals to wait for. A referrer being
+// deleted holds it too, until it is removed: its adapters may still need
+// the target to clean up, and its stored link would otherwise name a
+// resource that no longer exists. Once a resource is deleting no new link
+// to it can be made, so its removal never leaves a reference dangling.
 func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.Resource) error {
 	const shown = 10
 	below, err := s.descendants(ctx, tx, r)
@@ -478,8 +480,14 @@ func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.R
 		return err
 	}
 	names := make([]string, 0, len(refs))
+	deleting := 0
 	for i := range refs {
-		names = append(names, fmt.Sprintf("%s %s (%s)", refs[i].Kind, refs[i].Name, refs[i].ID))
+		state := ""
+		if refs[i].DeletedTime != nil {
+			state = ", being deleted"
+			deleting++
+		}
+		names = append(names, fmt.Sprintf("%s %s (%s%s)", refs[i].Kind, refs[i].Name, refs[i].ID, state))
 	}
 	more := ""
 	if total > int64(len(refs)) {
@@ -489,9 +497,13 @@ func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.R
 	if len(below) > 0 {
 		what = " or a resource below it"
 	}
+	then := "remove their references or delete them first"
+	if deleting > 0 {
+		then += "; one being deleted holds it until it is removed"
+	}
 	return problem.Newf(http.StatusConflict, problem.CodeReferenced,
-		"%s %s%s is still referenced by %d live resource(s): %s%s; remove their references or delete them first",
-		r.Kind, r.ID, what, total, strings.Join(names, ", "), more)
+		"%s %s%s is still referenced by %d resource(s): %s%s; %s",
+		r.Kind, r.ID, what, total, strings.Join(names, ", "), more, then)
 }
 
 // resolveReferences turns a create or PATCH's links into stored ones under
