@@ -149,6 +149,7 @@ fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./apiserver/pagetoken/
 	$(GO) test -run '^$$' -fuzz FuzzScanStoredDocuments -fuzztime $(FUZZTIME) ./apiserver/store/
 	$(GO) test -run '^$$' -fuzz FuzzAppendJSON -fuzztime $(FUZZTIME) ./resource/
+	$(GO) test -run '^$$' -fuzz FuzzEqual -fuzztime $(FUZZTIME) ./internal/jsonnum/
 
 clean: ## remove built binaries and local state
 	rm -rf $(BIN) .hyperfleet .hyperfleet-ha out

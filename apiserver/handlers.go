@@ -190,6 +190,29 @@ func (s *Server) checkSpecSize(spec json.RawMessage) error {
 		Message: fmt.Sprintf("spec is %d bytes; the limit is %d bytes (the server's --spec-limit)", len(spec), limit)})
 }
 
+// checkStatusDataSize refuses a report whose data or metadata is over the
+// configured limit.
+func (s *Server) checkStatusDataSize(r *resource.StatusReport) error {
+	limit := s.cfg.StatusDataLimit
+	if limit <= 0 {
+		limit = request.DefaultStatusDataLimit
+	}
+	var errs []problem.FieldError
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"data", r.Data}, {"metadata", r.Metadata}} {
+		if int64(len(f.raw)) > limit {
+			errs = append(errs, problem.FieldError{Field: f.name, Value: len(f.raw), Constraint: fmt.Sprintf("maxBytes=%d", limit),
+				Message: fmt.Sprintf("%s is %d bytes; the limit is %d bytes (the server's --status-data-limit)", f.name, len(f.raw), limit)})
+		}
+	}
+	if len(errs) > 0 {
+		return problem.Validation(errs...)
+	}
+	return nil
+}
+
 // listKind lists a kind, across parents or, with parentParam, under the
 // parent the path names.
 func (s *Server) listKind(k resource.Kind, parentParam string) func(c *gin.Context) error {
@@ -202,10 +225,21 @@ func (s *Server) listKind(k resource.Kind, parentParam string) func(c *gin.Conte
 	}
 }
 
-func (s *Server) decode(c *gin.Context, dst any) error {
+// readBody reads the request body within the body limit, noting that it
+// was read.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 	body, p := request.ReadBody(c.Request, s.cfg.BodyLimit)
 	if p != nil {
-		return p
+		return nil, p
+	}
+	c.Set(bodyReadKey, true)
+	return body, nil
+}
+
+func (s *Server) decode(c *gin.Context, dst any) error {
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
 	}
 	if p := request.Decode(body, dst); p != nil {
 		return p
@@ -310,14 +344,18 @@ func (s *Server) listStatuses(ref refFunc) func(c *gin.Context) error {
 func (s *Server) reportStatus(ref refFunc) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
 		r := ref(c)
-		body, p := request.ReadBody(c.Request, s.cfg.BodyLimit)
-		if p != nil {
-			return p
+		body, err := s.readBody(c)
+		if err != nil {
+			return err
 		}
 		report, p := request.DecodeStatusReport(body)
 		if p != nil {
 			s.countReport(r.Kind, "", "rejected")
 			return p
+		}
+		if err := s.checkStatusDataSize(report); err != nil {
+			s.countReport(r.Kind, report.Adapter, "rejected")
+			return err
 		}
 		res, err := s.svc.ReportStatus(c.Request.Context(), r, report)
 		if err != nil {

@@ -31,6 +31,8 @@ import (
 const (
 	identityKey  = "hyperfleet.identity"
 	requestIDKey = "hyperfleet.request_id"
+	// bodyReadKey marks a request whose body a handler read to the end.
+	bodyReadKey = "hyperfleet.body_read"
 )
 
 func (s *Server) requestID(c *gin.Context) {
@@ -93,8 +95,9 @@ func (s *Server) traceRequest(c *gin.Context) {
 func (s *Server) requestLog(c *gin.Context) *zerolog.Logger {
 	l := s.log.With().Str("request_id", c.GetString(requestIDKey)).Str("method", c.Request.Method).Str("route", c.FullPath())
 	for _, p := range c.Params {
-		// Every path parameter is a resource id (cluster_id, nodepool_id).
-		l = l.Str(p.Key, p.Value)
+		// Every path parameter is a resource id (cluster_id, nodepool_id),
+		// or whatever a client put in its place.
+		l = l.Str(p.Key, problem.Truncate(p.Value, 64))
 	}
 	logger := l.Logger()
 	return &logger
@@ -108,7 +111,7 @@ func (s *Server) accessLog(c *gin.Context) {
 	if status >= 500 {
 		ev = s.requestLog(c).Warn()
 	}
-	ev.Int("status", status).Dur("latency", time.Since(start)).Str("path", c.Request.URL.Path).Msg("request")
+	ev.Int("status", status).Dur("latency", time.Since(start)).Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("request")
 }
 
 func (s *Server) recoverPanic(c *gin.Context) {
@@ -139,6 +142,10 @@ func (s *Server) authenticate(c *gin.Context) {
 		if errors.As(err, &ae) && ae.Forbidden {
 			code, status = problem.CodeForbidden, http.StatusForbidden
 		}
+		// At info, with the reason and never the token: repeated failures
+		// are how a probe or a misconfigured client shows.
+		s.requestLog(c).Info().Int("status", status).Str("reason", err.Error()).Str("remote", c.Request.RemoteAddr).
+			Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("authentication failed")
 		s.fail(c, problem.New(status, code, err.Error()))
 		return
 	}

@@ -29,10 +29,12 @@ func (s *Server) routes() *gin.Engine {
 		r.Use(s.metrics.Middleware())
 	}
 	r.NoRoute(func(c *gin.Context) {
-		s.fail(c, problem.Newf(http.StatusNotFound, problem.CodeRouteNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+		s.fail(c, problem.Newf(http.StatusNotFound, problem.CodeRouteNotFound, "no route for %s %s",
+			problem.Truncate(c.Request.Method, 32), problem.Truncate(c.Request.URL.Path, maxEchoedPath)))
 	})
 	r.NoMethod(func(c *gin.Context) {
-		s.fail(c, problem.Newf(http.StatusMethodNotAllowed, problem.CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+		s.fail(c, problem.Newf(http.StatusMethodNotAllowed, problem.CodeMethodNotAllowed, "%s is not allowed on %s",
+			problem.Truncate(c.Request.Method, 32), problem.Truncate(c.Request.URL.Path, maxEchoedPath)))
 	})
 
 	r.GET("/healthz", s.healthz)
@@ -118,6 +120,14 @@ func (s *Server) handle(fn func(c *gin.Context) error) gin.HandlerFunc {
 	}
 }
 
+// Paths echoed in a problem (its instance, a 404's detail) and written to
+// the log are cut at these lengths: a 900 KB URL made a 900 KB 404.
+// Resource paths are far shorter.
+const (
+	maxEchoedPath = 256
+	maxLoggedPath = 1024
+)
+
 // fail renders an error as application/problem+json and logs it: faults
 // (5xx) with their internal cause at error level, client errors at debug.
 func (s *Server) fail(c *gin.Context, err error) {
@@ -128,7 +138,7 @@ func (s *Server) fail(c *gin.Context, err error) {
 		}
 	}
 	out := *p
-	out.Instance = c.Request.URL.Path
+	out.Instance = problem.Truncate(c.Request.URL.Path, maxEchoedPath)
 	out.Timestamp = time.Now().UTC()
 	log := s.requestLog(c)
 	switch {
@@ -144,6 +154,12 @@ func (s *Server) fail(c *gin.Context, err error) {
 	}
 	if p.Status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "5")
+	}
+	if c.Request.ContentLength != 0 && !c.GetBool(bodyReadKey) {
+		// Refused before its body was read (no token, a bad path): Go's
+		// server would read the rest of the body before answering, for as
+		// long as a slow client takes to send it. Answer now and close.
+		c.Header("Connection", "close")
 	}
 	if p.Status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="hyperfleet", error="invalid_token"`)

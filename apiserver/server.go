@@ -36,8 +36,17 @@ type Config struct {
 	BodyLimit int64
 	// SpecLimit bounds the spec of one resource in bytes (as sent).
 	SpecLimit int64
+	// StatusDataLimit bounds a status report's data and its metadata, each,
+	// in bytes (as sent).
+	StatusDataLimit int64
 	// RequestTimeout bounds the work of one request.
 	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds how long a client may take to send a
+	// request's line and headers, and ReadTimeout the whole request, body
+	// included, from its first byte: a client that trickles either is
+	// disconnected instead of holding a connection open indefinitely.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
 	// ShutdownGrace is how long readiness reports "shutting down" before the
 	// listener closes, so load balancers stop sending traffic first.
 	ShutdownGrace time.Duration
@@ -50,6 +59,13 @@ type Config struct {
 	// traceparent; nil: no tracing, and no middleware for it.
 	Tracer trace.TracerProvider
 }
+
+// Defaults of the read timeouts: a 1 MiB body arrives within 30 s at
+// 35 KB/s.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+)
 
 // Check is one readiness dependency.
 type Check struct {
@@ -73,6 +89,9 @@ type Server struct {
 
 	mu     sync.Mutex
 	checks []Check
+	// failing holds each failing check's last error, so a failure is
+	// logged when it starts or changes, not on every probe.
+	failing map[string]string
 }
 
 // New assembles the router.
@@ -87,7 +106,13 @@ func New(cfg Config, svc *lifecycle.Service, st store.Store, authn *auth.Authent
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, svc: svc, store: st, auth: authn, metrics: m, log: log, openapi: doc, idKinds: map[string]string{}}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	s := &Server{cfg: cfg, svc: svc, store: st, auth: authn, metrics: m, log: log, openapi: doc, idKinds: map[string]string{}, failing: map[string]string{}}
 	for _, k := range svc.Kinds().All() {
 		s.idKinds[idParam(k.Kind)] = k.Kind
 	}
@@ -138,7 +163,8 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.engine,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
 		MaxHeaderBytes:    1 << 20, // HeaderLimit answers below this with a problem document
 		IdleTimeout:       2 * time.Minute,
 	}
@@ -200,9 +226,13 @@ func (s *Server) readyz(c *gin.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			err := chk.Check(ctx)
+			s.noteCheck(chk.Name, err)
+			// The probe is open to anyone: the cause (the database's user,
+			// name, host and port in a driver's error) goes to the log only.
 			res := "ok"
-			if err := chk.Check(ctx); err != nil {
-				res = "unavailable: " + err.Error()
+			if err != nil {
+				res = "unavailable"
 			}
 			mu.Lock()
 			out.Checks[chk.Name] = res
@@ -218,6 +248,25 @@ func (s *Server) readyz(c *gin.Context) {
 		code = http.StatusServiceUnavailable
 	}
 	c.JSON(code, out)
+}
+
+// noteCheck logs a readiness check's cause when it starts failing or its
+// error changes, and its recovery.
+func (s *Server) noteCheck(name string, err error) {
+	s.mu.Lock()
+	last, was := s.failing[name]
+	if err == nil {
+		delete(s.failing, name)
+	} else {
+		s.failing[name] = err.Error()
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil && (!was || last != err.Error()):
+		s.log.Warn().Str("check", name).Err(err).Msg("readiness check failing")
+	case err == nil && was:
+		s.log.Info().Str("check", name).Msg("readiness check ok again")
+	}
 }
 
 // Routes lists "METHOD /path" for every route, with parameters in OpenAPI

@@ -190,7 +190,9 @@ func (a *Authenticator) key(ctx context.Context, kid string) (any, error) {
 			return k, nil
 		}
 	}
-	return nil, fmt.Errorf("no key with id %q in the JWKS", kid)
+	// The kid comes from the caller: quoted, and cut short in the answer
+	// and the log.
+	return nil, fmt.Errorf("no key with id %q in the JWKS", truncate(kid, 64))
 }
 
 // ProtectsService reports whether /metrics and the version metadata need a
@@ -211,6 +213,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (string
 	}
 	claims := jwt.MapClaims{}
 	_, err := a.parser.ParseWithClaims(strings.TrimSpace(token), claims, func(t *jwt.Token) (any, error) {
+		// RFC 7515 4.1.11: a token whose crit header names extensions the
+		// recipient does not understand must be rejected; this API
+		// understands none.
+		if _, ok := t.Header["crit"]; ok {
+			return nil, errors.New("the token has a crit header, and no critical extension is supported")
+		}
 		kid, _ := t.Header["kid"].(string)
 		return a.key(ctx, kid)
 	})
@@ -223,6 +231,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (string
 	}
 	if !ValidIdentity(identity) {
 		return "", &Error{Forbidden: true, Message: fmt.Sprintf("the token's %q claim must be 1 to %d printable characters (it is stored as created_by/updated_by)", a.cfg.IdentityClaim, MaxIdentityLength)}
+	}
+	if strings.EqualFold(identity, SystemIdentity) {
+		return "", &Error{Forbidden: true, Message: fmt.Sprintf("the identity %s is reserved for writes made with authentication off; a token cannot claim it", SystemIdentity)}
 	}
 	return identity, nil
 }
@@ -242,4 +253,14 @@ func ValidIdentity(id string) bool {
 		}
 	}
 	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

@@ -1,6 +1,7 @@
 package conditionrules_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -34,7 +35,11 @@ func TestEvaluate(t *testing.T) {
 	statuses := []resource.AdapterStatus{{Adapter: "sizer", ObservedGeneration: 2, Data: json.RawMessage(`{"nodes": 5}`),
 		Conditions: []resource.AdapterCondition{{Type: "Available", Status: "True"}}}}
 	got := map[string]string{}
-	for _, o := range s.Evaluate("Cluster", 2, statuses) {
+	outcomes, err := s.Evaluate(context.Background(), "Cluster", 2, statuses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outcomes {
 		got[o.Type] = o.Status + "/" + o.Reason
 		if o.Message == "" {
 			t.Errorf("%s has no message", o.Type)
@@ -49,14 +54,14 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("%s = %s, want %s", k, got[k], v)
 		}
 	}
-	if out := s.Evaluate("Cluster", 3, statuses); out[1].Status != resource.StatusFalse || out[1].Reason != conditionrules.ReasonNotSatisfied {
+	if out, _ := s.Evaluate(context.Background(), "Cluster", 3, statuses); out[1].Status != resource.StatusFalse || out[1].Reason != conditionrules.ReasonNotSatisfied {
 		t.Errorf("a report of an older generation satisfied Current: %+v", out[1])
 	}
-	if out := s.Evaluate("NodePool", 1, statuses); out != nil {
+	if out, _ := s.Evaluate(context.Background(), "NodePool", 1, statuses); out != nil {
 		t.Errorf("a kind without rules got %+v", out)
 	}
 	var none *conditionrules.Set
-	if out := none.Evaluate("Cluster", 1, nil); out != nil {
+	if out, _ := none.Evaluate(context.Background(), "Cluster", 1, nil); out != nil {
 		t.Errorf("no rule set evaluated %+v", out)
 	}
 }

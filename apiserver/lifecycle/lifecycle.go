@@ -235,12 +235,16 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 		return nil, err
 	}
 	now := s.clock()
+	rules, err := s.rules.Evaluate(ctx, kind, 1, nil)
+	if err != nil {
+		return nil, asProblem(err)
+	}
 	r := &resource.Resource{
 		Kind: kind, ID: newID(), Name: req.Name, Generation: 1,
 		Spec: req.Spec, Labels: req.Labels,
 		CreatedTime: now, UpdatedTime: now, CreatedBy: actor, UpdatedBy: actor,
 		Status: resource.Status{Conditions: aggregation.Compute(aggregation.Input{Kind: kind, Generation: 1,
-			Registered: s.registered[kind], Rules: s.rules.Evaluate(kind, 1, nil), Now: now}).Conditions},
+			Registered: s.registered[kind], Rules: rules, Now: now}).Conditions},
 	}
 	if r.Labels == nil {
 		r.Labels = map[string]string{}
@@ -454,11 +458,13 @@ func (s *Service) checkRestrict(r *resource.Resource, children []resource.Resour
 		r.Kind, r.ID, n, strings.Join(names, ", "), more)
 }
 
-// checkReferrers refuses to delete a resource, or its subtree, that live
+// checkReferrers refuses to delete a resource, or its subtree, that
 // resources elsewhere still link to, naming them so the caller knows which
-// references to drop first. A referrer being deleted does not hold it, and
-// once a resource is deleting no new link to it can be made, so its later
-// removal cannot leave a live reference dangling.
+// references to drop or which removals to wait for. A referrer being
+// deleted holds it too, until it is removed: its adapters may still need
+// the target to clean up, and its stored link would otherwise name a
+// resource that no longer exists. Once a resource is deleting no new link
+// to it can be made, so its removal never leaves a reference dangling.
 func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.Resource) error {
 	const shown = 10
 	below, err := s.descendants(ctx, tx, r)
@@ -474,8 +480,14 @@ func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.R
 		return err
 	}
 	names := make([]string, 0, len(refs))
+	deleting := 0
 	for i := range refs {
-		names = append(names, fmt.Sprintf("%s %s (%s)", refs[i].Kind, refs[i].Name, refs[i].ID))
+		state := ""
+		if refs[i].DeletedTime != nil {
+			state = ", being deleted"
+			deleting++
+		}
+		names = append(names, fmt.Sprintf("%s %s (%s%s)", refs[i].Kind, refs[i].Name, refs[i].ID, state))
 	}
 	more := ""
 	if total > int64(len(refs)) {
@@ -485,9 +497,13 @@ func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.R
 	if len(below) > 0 {
 		what = " or a resource below it"
 	}
+	then := "remove their references or delete them first"
+	if deleting > 0 {
+		then += "; one being deleted holds it until it is removed"
+	}
 	return problem.Newf(http.StatusConflict, problem.CodeReferenced,
-		"%s %s%s is still referenced by %d live resource(s): %s%s; remove their references or delete them first",
-		r.Kind, r.ID, what, total, strings.Join(names, ", "), more)
+		"%s %s%s is still referenced by %d resource(s): %s%s; %s",
+		r.Kind, r.ID, what, total, strings.Join(names, ", "), more, then)
 }
 
 // resolveReferences turns a create or PATCH's links into stored ones under
@@ -768,6 +784,17 @@ func (s *Service) isRegistered(kind, adapter string) bool {
 	return false
 }
 
+// registeredStatuses keeps the reports of the kind's registered adapters.
+func (s *Service) registeredStatuses(kind string, statuses []resource.AdapterStatus) []resource.AdapterStatus {
+	out := make([]resource.AdapterStatus, 0, len(statuses))
+	for i := range statuses {
+		if s.isRegistered(kind, statuses[i].Adapter) {
+			out = append(out, statuses[i])
+		}
+	}
+	return out
+}
+
 // aggregate recomputes a locked resource's conditions from its statuses in
 // place and reports whether its deletion is complete.
 func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resource, statuses []resource.AdapterStatus, now time.Time) (bool, error) {
@@ -781,10 +808,16 @@ func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resour
 			return false, err
 		}
 	}
+	// Condition rules see the reports of registered adapters only, as the
+	// fixed conditions do: anyone may report under any other name.
+	rules, err := s.rules.Evaluate(ctx, r.Kind, r.Generation, s.registeredStatuses(r.Kind, statuses))
+	if err != nil {
+		return false, err
+	}
 	res := aggregation.Compute(aggregation.Input{
 		Kind: r.Kind, Generation: r.Generation, Deleting: r.DeletedTime != nil, Children: children,
 		Registered: s.registered[r.Kind], Statuses: statuses, Previous: r.Status.Conditions, Now: now,
-		Rules: s.rules.Evaluate(r.Kind, r.Generation, statuses),
+		Rules: rules,
 	})
 	r.Status.Conditions = res.Conditions
 	return res.Removable, nil

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/internal/jsonnum"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -177,6 +176,16 @@ func validateName(k resource.Kind, name string) []problem.FieldError {
 	return nil
 }
 
+// Bounds of what one resource holds besides its spec's size (the server's
+// --spec-limit): every label and every scalar of the spec is a row of the
+// search index (SQLite's resource_terms: a 32,000-element array took over
+// a second to write and 10 MB), and labels are listed with every resource.
+const (
+	MaxLabels     = 64
+	MaxLabelBytes = 16 << 10 // keys and values together
+	MaxSpecValues = 1000
+)
+
 func validateSpec(spec json.RawMessage, required bool) []problem.FieldError {
 	trimmed := bytes.TrimSpace(spec)
 	switch {
@@ -188,10 +197,68 @@ func validateSpec(spec json.RawMessage, required bool) []problem.FieldError {
 	case trimmed[0] != '{':
 		return []problem.FieldError{{Field: "spec", Value: problem.Truncate(string(trimmed), 64), Constraint: "type=object", Message: "spec must be a JSON object"}}
 	}
+	if n := countValues(trimmed); n > MaxSpecValues {
+		return []problem.FieldError{{Field: "spec", Value: n, Constraint: fmt.Sprintf("maxValues=%d", MaxSpecValues),
+			Message: fmt.Sprintf("spec holds %d values (strings, numbers and booleans, array elements included); the limit is %d, each is indexed for search", n, MaxSpecValues)}}
+	}
 	return nil
 }
 
+// countValues counts the strings, numbers and booleans of a document that
+// are values (not object keys): what the search index keeps a row for.
+// The body was checked as JSON already; a document that still does not
+// decode counts what it read.
+func countValues(doc []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	// inObject[i] tells an object from an array at depth i; expectKey says
+	// the next string of the innermost object is a key.
+	var inObject []bool
+	expectKey := false
+	n := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				inObject = append(inObject, t == '{')
+				expectKey = t == '{'
+				continue
+			default:
+				inObject = inObject[:len(inObject)-1]
+			}
+		case string:
+			if expectKey {
+				expectKey = false
+				continue
+			}
+			n++
+		case json.Number, bool:
+			n++
+		}
+		// A value ended: in an object, a key comes next.
+		expectKey = len(inObject) > 0 && inObject[len(inObject)-1]
+	}
+}
+
 func validateLabels(labels map[string]string) []problem.FieldError {
+	// Over a limit, one error: each of thousands of labels would add its own.
+	if len(labels) > MaxLabels {
+		return []problem.FieldError{{Field: "labels", Value: len(labels), Constraint: fmt.Sprintf("maxItems=%d", MaxLabels),
+			Message: fmt.Sprintf("a resource holds at most %d labels (got %d)", MaxLabels, len(labels))}}
+	}
+	size := 0
+	for k, v := range labels {
+		size += len(k) + len(v)
+	}
+	if size > MaxLabelBytes {
+		return []problem.FieldError{{Field: "labels", Value: size, Constraint: fmt.Sprintf("maxBytes=%d", MaxLabelBytes),
+			Message: fmt.Sprintf("labels hold %d bytes of keys and values; the limit is %d bytes", size, MaxLabelBytes)}}
+	}
 	var errs []problem.FieldError
 	for k, v := range labels {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
@@ -216,7 +283,8 @@ func sortFieldErrors(errs []problem.FieldError) {
 }
 
 // SameJSON reports whether two JSON documents are semantically equal: key
-// order, white space and number spelling (1 vs 1.0) do not count.
+// order, white space and number spelling (1 vs 1.0) do not count; numbers
+// are compared exactly.
 func SameJSON(a, b json.RawMessage) bool {
 	x, err1 := decodeJSON(a)
 	y, err2 := decodeJSON(b)
@@ -261,25 +329,9 @@ func equalJSON(a, b any) bool {
 		return true
 	case json.Number:
 		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if x == y {
-			return true
-		}
-		if strings.ContainsAny(string(x)+string(y), "eE") {
-			// Exponents can be huge ("1e999999999"): compare as floats
-			// rather than materialising exact values.
-			fx, errx := strconv.ParseFloat(string(x), 64)
-			fy, erry := strconv.ParseFloat(string(y), 64)
-			return errx == nil && erry == nil && fx == fy
-		}
-		rx, okx := new(big.Rat).SetString(string(x))
-		ry, oky := new(big.Rat).SetString(string(y))
-		if !okx || !oky {
-			return x == y
-		}
-		return rx.Cmp(ry) == 0
+		// Exact, whatever the spelling: as float64, 9007199254740993
+		// equals 9007199254740992 and 2e-400 equals 0.
+		return ok && jsonnum.Equal(string(x), string(y))
 	default:
 		return a == b
 	}

@@ -34,6 +34,7 @@ const (
 	CodeUnsupportedMedia Code = "HYPERFLEET-VAL-005" // Content-Type is not JSON
 	CodeBodyTooLarge     Code = "HYPERFLEET-VAL-006" // the body exceeds the configured limit
 	CodeHeadersTooLarge  Code = "HYPERFLEET-VAL-008" // the request line and headers exceed the limit
+	CodeReadTimeout      Code = "HYPERFLEET-VAL-009" // the request body did not arrive within the read timeout
 	CodeSpecSchema       Code = "HYPERFLEET-VAL-007" // spec does not match the configured OpenAPI schema
 	CodeUnauthenticated  Code = "HYPERFLEET-AUT-001" // missing, malformed or invalid bearer token
 	CodeForbidden        Code = "HYPERFLEET-AUZ-001" // authenticated, but not allowed (no identity claim)

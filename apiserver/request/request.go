@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -25,6 +26,12 @@ const DefaultBodyLimit = 1 << 20
 // body limit, sets what one list response may hold.
 const DefaultSpecLimit = 64 << 10
 
+// DefaultStatusDataLimit bounds a status report's data and, separately,
+// its metadata (16 KiB each, as sent). A resource lists every adapter's
+// report, so this limit, not the body limit, sets what one statuses list
+// may hold; it also bounds what condition rules iterate.
+const DefaultStatusDataLimit = 16 << 10
+
 // ReadBody reads a JSON request body within limit bytes.
 func ReadBody(r *http.Request, limit int64) ([]byte, *problem.Problem) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
@@ -35,6 +42,10 @@ func ReadBody(r *http.Request, limit int64) ([]byte, *problem.Problem) {
 		limit = DefaultBodyLimit
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, problem.New(http.StatusRequestTimeout, problem.CodeReadTimeout,
+			"the request body did not arrive within the server's read timeout; send it at once").WithCause(err)
+	}
 	if err != nil {
 		return nil, problem.New(http.StatusBadRequest, problem.CodeMalformedBody, "the request body could not be read").WithCause(err)
 	}

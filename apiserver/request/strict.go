@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/hyperfleet/hyperfleet/internal/jsonnum"
 )
 
 // MaxDepth bounds how deeply a request body may nest objects and arrays (the
@@ -98,7 +100,8 @@ func buildShape(t reflect.Type, building map[reflect.Type]*shape) *shape {
 // quietly accept: nesting deeper than MaxDepth, duplicate keys (the last one
 // would win), keys that match a field only case-insensitively, invalid UTF-8
 // or lone surrogates in strings (they would be replaced), NUL characters
-// (PostgreSQL cannot store them in JSON), and null where a string is
+// (PostgreSQL cannot store them in JSON), numbers that the backends would
+// not store or search alike (jsonnum.Check), and null where a string is
 // expected inside a map (a null label value would become ""). Syntax errors
 // are left to the decoder, whose messages already name them: checkStrict
 // then returns nil.
@@ -142,6 +145,10 @@ func (w *walker) value(s *shape, path string, depth int, inMap bool) (ok bool, s
 	case string:
 		if msg := badString(raw); msg != "" {
 			return true, &strictError{path, fmt.Sprintf("%s %s", display(path), msg)}
+		}
+	case json.Number:
+		if err := jsonnum.Check(string(v)); err != nil {
+			return true, &strictError{path, fmt.Sprintf("%s: the number %s %s", display(path), shortNumber(string(v)), err)}
 		}
 	case json.Delim:
 		if v == '{' || v == '[' {
@@ -257,6 +264,15 @@ func badString(raw []byte) string {
 		i += 5
 	}
 	return ""
+}
+
+// shortNumber shows a refused number in a message: its start and length
+// when it is long.
+func shortNumber(n string) string {
+	if len(n) <= 40 {
+		return n
+	}
+	return fmt.Sprintf("%s... (%d characters)", n[:32], len(n))
 }
 
 func hex4(raw []byte, at int) (rune, bool) {

@@ -469,6 +469,11 @@ func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (stri
 	if err != nil {
 		return "", err
 	}
+	// PostgreSQL refuses such text as a parameter (a 500 for whoever sent
+	// it); no stored value holds it, so it is the same 400 on SQLite.
+	if strings.IndexByte(lit.text, 0) >= 0 {
+		return "", errorf("%s: the value holds a NUL character (\\u0000), which no stored value can hold", f.name)
+	}
 	if op == tsl.OpLike && f.kind != textField && f.kind != labelField && f.kind != specField {
 		return "", errorf("like only applies to text fields, not %s", f.name)
 	}
@@ -726,10 +731,12 @@ func (t *translator) specFilter(f field, op tsl.Operator, lit literal) string {
 		return contains(lit.num)
 	}
 	// A quoted value matches text, and (through #>>) a number or boolean
-	// written the same way.
-	// jsonb compares numbers by value, so "3.0" also finds a stored 3.
+	// written the same way. PostgreSQL writes numbers in plain decimal,
+	// so only such a spelling can match one; one with an exponent is not
+	// tried as a number (1e999999999 is beyond numeric and failed the
+	// search).
 	alts := []string{contains(lit.text)}
-	if jsonNumber.MatchString(lit.text) {
+	if plainDecimal.MatchString(lit.text) {
 		alts = append(alts, contains(json.RawMessage(lit.text)))
 	}
 	if lit.text == "true" || lit.text == "false" {
@@ -741,7 +748,7 @@ func (t *translator) specFilter(f field, op tsl.Operator, lit literal) string {
 	return "(" + strings.Join(alts, " OR ") + ")"
 }
 
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+var plainDecimal = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`)
 
 // SQLiteFullKey renders a spec path the way SQLite's json_tree names it in
 // its fullkey column: array indexes in brackets, keys that are a letter

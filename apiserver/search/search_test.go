@@ -146,6 +146,14 @@ func TestTranslateRejects(t *testing.T) {
 		{"spec.x in (1, -1E+999)", "out of range"},
 		{"generation > 100000000000000000", "out of range"},
 		{"generation > -1e300", "out of range"},
+		{"name = 'a\x00b'", "name: the value holds a NUL character"},
+		{"labels.x = '\x00'", "labels.x: the value holds a NUL"},
+		{"spec.x = 'a\x00'", "spec.x: the value holds a NUL"},
+		{"id = '\x00'", "id: the value holds a NUL"},
+		{"created_by != '\x00'", "created_by: the value holds a NUL"},
+		{"name like '\x00%'", "name: the value holds a NUL"},
+		{"name in ('a', '\x00')", "name: the value holds a NUL"},
+		{"created_time > '2025-01-01\x00'", "created_time: the value holds a NUL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {
@@ -270,5 +278,30 @@ func TestParseOrder(t *testing.T) {
 		if strings.Join(got, ",") != tc.want {
 			t.Errorf("ParseOrder(%q,%q) = %v, want %s", tc.orderBy, tc.order, got, tc.want)
 		}
+	}
+}
+
+// kind (on /resources) refuses NUL like every other text field; a quoted
+// number with an exponent is searched as text only on PostgreSQL (it was
+// also tried as a jsonb number, which 1e999999999 is beyond).
+func TestTranslateTextValues(t *testing.T) {
+	if _, err := Translate("kind = '\x00'", Postgres, Options{Table: "resources", Kind: true}); err == nil || !strings.Contains(err.Error(), "kind: the value holds a NUL") {
+		t.Errorf("kind with NUL: %v", err)
+	}
+	w, err := Translate("spec.x = '1e999999999'", Postgres, Options{Table: "resources", Indexed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range w.Args {
+		if s, ok := a.(string); ok && strings.Contains(s, ":1e999999999") {
+			t.Errorf("the quoted number became a jsonb number: %q in %s", s, w.SQL)
+		}
+	}
+	w, err = Translate("spec.x = '3.50'", Postgres, Options{Table: "resources", Indexed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(w.Args), `{"x":3.50}`) {
+		t.Errorf("a plain decimal is no longer tried as a number: %v", w.Args)
 	}
 }

@@ -42,7 +42,7 @@ func (t *gormTx) Referrers(ctx context.Context, targetIDs, excludeIDs []string, 
 		return nil, 0, nil
 	}
 	query := func() *gorm.DB {
-		q := t.db.WithContext(ctx).Model(&resourceRow{}).Where("deleted_time IS NULL AND id IN (?)",
+		q := t.db.WithContext(ctx).Model(&resourceRow{}).Where("id IN (?)",
 			t.db.Model(&referenceRow{}).Select("resource_id").Where("target_id IN ?", targetIDs))
 		if len(excludeIDs) > 0 {
 			q = q.Where("id NOT IN ?", excludeIDs)

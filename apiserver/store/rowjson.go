@@ -9,6 +9,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/resource"
 )
+
+var colon = []byte{':'}
 
 // decodeLabels decodes a stored label object.
 func decodeLabels(b []byte) (map[string]string, error) {
@@ -270,7 +273,9 @@ func (s *scanner) members(member func(key []byte) bool) bool {
 
 func scanLabels(b []byte) (map[string]string, bool) {
 	s := scanner{b: b}
-	m := make(map[string]string, 8)
+	// Each member has a colon (label keys and values hold none): sized
+	// once, the map does not grow through copies of itself.
+	m := make(map[string]string, bytes.Count(b, colon))
 	ok := s.members(func(k []byte) bool {
 		v, ok := s.str()
 		m[string(k)] = v

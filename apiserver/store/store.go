@@ -110,7 +110,7 @@ type Tx interface {
 	// SetReferences replaces the links of a resource (stored with it by
 	// CreateResource and UpdateResource) in the index Referrers reads.
 	SetReferences(ctx context.Context, resourceID string, links []resource.Link) error
-	// Referrers lists the resources that are not being deleted, are not
+	// Referrers lists the resources, being deleted or not, that are not
 	// among excludeIDs and link to any of targetIDs: at most limit of them,
 	// with their total.
 	Referrers(ctx context.Context, targetIDs, excludeIDs []string, limit int) ([]resource.Resource, int64, error)

@@ -21,7 +21,10 @@ type apiFlags struct {
 	listen          string
 	bodyLimit       int64
 	specLimit       int64
+	statusDataLimit int64
 	requestTimeout  time.Duration
+	readHeader      time.Duration
+	readTimeout     time.Duration
 	shutdownGrace   time.Duration
 	shutdownTimeout time.Duration
 	specSchema      string
@@ -47,7 +50,10 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.listen, "listen", ":8000", "address of the API")
 	fs.Int64Var(&a.bodyLimit, "body-limit", request.DefaultBodyLimit, "maximum request body size in bytes")
 	fs.Int64Var(&a.specLimit, "spec-limit", request.DefaultSpecLimit, "maximum size in bytes of one cluster or node pool spec; bounds the memory of list responses")
+	fs.Int64Var(&a.statusDataLimit, "status-data-limit", request.DefaultStatusDataLimit, "maximum size in bytes of a status report's data, and of its metadata; bounds the memory of status lists")
 	fs.DurationVar(&a.requestTimeout, "request-timeout", 30*time.Second, "maximum time to serve one request")
+	fs.DurationVar(&a.readHeader, "read-header-timeout", apiserver.DefaultReadHeaderTimeout, "time a client has to send a request's line and headers; a slower one is disconnected")
+	fs.DurationVar(&a.readTimeout, "read-timeout", apiserver.DefaultReadTimeout, "time a client has to send a whole request, body included (408 or disconnected beyond)")
 	fs.DurationVar(&a.shutdownGrace, "shutdown-grace", 0, "on SIGTERM, report not-ready for this long before closing the listener")
 	fs.DurationVar(&a.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for in-flight requests")
 	fs.StringVar(&a.specSchema, "spec-schema", "", "OpenAPI document with ClusterSpec/NodePoolSpec schemas to validate specs against")
@@ -81,7 +87,8 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 	}
 	return apiserver.Options{
 		Server: apiserver.Config{
-			Listen: a.listen, BodyLimit: a.bodyLimit, SpecLimit: a.specLimit, RequestTimeout: a.requestTimeout,
+			Listen: a.listen, BodyLimit: a.bodyLimit, SpecLimit: a.specLimit, StatusDataLimit: a.statusDataLimit, RequestTimeout: a.requestTimeout,
+			ReadHeaderTimeout: a.readHeader, ReadTimeout: a.readTimeout,
 			ShutdownGrace: a.shutdownGrace, ShutdownTimeout: a.shutdownTimeout,
 			Version: version.Version, BuildTime: version.BuildTime,
 		},

@@ -148,7 +148,8 @@ func hostileBodies(rng *rand.Rand, valid string) []string {
 		}
 		out = append(out, string(b))
 	}
-	values := []string{`null`, `true`, `0`, `-1`, `1e400`, `""`, `[]`, `{}`, `"x"`, `[[[]]]`, `"\u0000"`, `"\ud800"`, "\"\xff\xfe\"", `{"a":null}`, strings.Repeat(`"a",`, 10) + `"a"`}
+	values := []string{`null`, `true`, `0`, `-1`, `1e400`, `""`, `[]`, `{}`, `"x"`, `[[[]]]`, `"\u0000"`, `"\ud800"`, "\"\xff\xfe\"", `{"a":null}`, strings.Repeat(`"a",`, 10) + `"a"`,
+		`1e999999999`, `-1e-999999999`, `{"x":1e999999999}`, `{"x":[1e-999999999]}`}
 	for _, field := range []string{"kind", "name", "spec", "labels"} {
 		for _, v := range values {
 			var m map[string]json.RawMessage
@@ -173,6 +174,12 @@ func hostileBodies(rng *rand.Rand, valid string) []string {
 		`{"kind":"Cluster","name":"'; DROP TABLE resources; --","spec":{}}`,
 		`[]`, `null`, `0`, `"str"`, ``, ` `, "\xef\xbb\xbf{}",
 	)
+	// Numbers PostgreSQL's numeric cannot hold (they were a 500 there),
+	// and ones beyond a 64-bit float.
+	for _, n := range hostileNumbers() {
+		out = append(out, `{"kind":"Cluster","name":"probe-num","spec":{"n":`+n+`}}`)
+		out = append(out, `{"kind":"Cluster","name":"probe-num","spec":{"a":{"b":[0,`+n+`]}}}`)
+	}
 	for _, depth := range []int{31, 32, 33, 100, 1000, 5000} {
 		out = append(out, `{"kind":"Cluster","name":"probe-deep","spec":`+strings.Repeat(`{"a":`, depth)+`1`+strings.Repeat(`}`, depth)+`}`)
 		out = append(out, `{"kind":"Cluster","name":"probe-deep","spec":{"a":`+strings.Repeat(`[`, depth)+strings.Repeat(`]`, depth)+`}}`)
@@ -185,7 +192,8 @@ func hostileBodies(rng *rand.Rand, valid string) []string {
 func hostileSearches(rng *rand.Rand) []string {
 	fields := []string{"name", "id", "generation", "created_time", "deleted_time", "labels.a", "labels['x y']", "labels.", "spec.nodes", "spec.a.b[0].c", "spec.", "spec[0]", "status.conditions.Ready", "status.conditions.", "owner_references.id", "kind", "nope", "spec.a'b", "labels.\"x\""}
 	ops := []string{"=", "!=", "<", "<=", ">", ">=", "like", "in", "not", "==", "<>", "is", ""}
-	vals := []string{"'a'", "''", "'%'", "'_'", "1", "-1", "1e400", "-1e400", "0x10", "true", "null", "('a','b')", "()", "('a',)", "'it''s'", "'\\'", "'; DROP TABLE resources; --'", "'\x00'", "'é'", "1.5", "9223372036854775808", "'2026-01-01'", "(select 1)"}
+	vals := []string{"'a'", "''", "'%'", "'_'", "1", "-1", "1e400", "-1e400", "0x10", "true", "null", "('a','b')", "()", "('a',)", "'it''s'", "'\\'", "'; DROP TABLE resources; --'", "'\x00'", "'é'", "1.5", "9223372036854775808", "'2026-01-01'", "(select 1)",
+		"'a\x00b'", "'1e999999999'", "'-1e-999999999'", "('a', '\x00')", "1e999999999"}
 	joins := []string{" and ", " or ", " AND ", " ", " && ", ")", "("}
 	var out []string
 	for i := 0; i < 600; i++ {
@@ -208,6 +216,12 @@ func hostileSearches(rng *rand.Rand) []string {
 	for i := range many {
 		many[i] = fmt.Sprintf("'%d'", i)
 	}
+	// A NUL in any text value, and quoted numbers beyond PostgreSQL's
+	// numeric: each was a 500 there.
+	for _, field := range []string{"name", "labels.x", "spec.x", "id", "created_by", "updated_by", "owner_references.id", "created_time"} {
+		out = append(out, field+" = 'a\x00b'", field+" != '\x00'", field+" in ('a', '\x00')", field+" like '\x00%'")
+	}
+	out = append(out, "spec.x = '1e999999999'", "spec.x = '-1e-999999999'", "spec.a.b = '"+strings.Repeat("9", 4000)+"e9'", "spec.x in ('1', '1e999999999')")
 	out = append(out,
 		"name in ("+strings.Join(many, ",")+")",
 		strings.Repeat("(", 500)+"name = 'a'"+strings.Repeat(")", 500),
@@ -269,6 +283,11 @@ func hostileReports(rng *rand.Rand) []string {
 	for i := range conds {
 		conds[i] = map[string]string{"type": fmt.Sprintf("T%d", i), "status": "True"}
 	}
+	for _, n := range hostileNumbers() {
+		for _, field := range []string{"data", "metadata"} {
+			out = append(out, strings.Replace(string(valid), `{"adapter"`, `{"`+field+`":{"n":`+n+`},"adapter"`, 1))
+		}
+	}
 	for _, mut := range []map[string]any{
 		{"observed_generation": -1}, {"observed_generation": 1e300}, {"observed_generation": "1"},
 		{"adapter": strings.Repeat("a", 300)}, {"adapter": "a b"}, {"adapter": "\x01"},
@@ -285,4 +304,11 @@ func hostileReports(rng *rand.Rand) []string {
 		out = append(out, string(b))
 	}
 	return out
+}
+
+// hostileNumbers are JSON numbers the two databases cannot store alike:
+// beyond PostgreSQL's numeric, and beyond a 64-bit float.
+func hostileNumbers() []string {
+	return []string{"1e999999999", "-1e999999999", "1e-999999999", "0." + strings.Repeat("7", 60000),
+		"1e" + strings.Repeat("9", 17000), "1e309", "2e-400", "1." + strings.Repeat("0", 16384)}
 }

@@ -81,7 +81,9 @@ func TestReferencesOfExampleKinds(t *testing.T) {
 		e.do("DELETE", stable.Href, nil).expect(202)
 
 		// Cluster -> WifConfig: the cluster's adapters make it linger while
-		// deleting, and a deleting referrer does not hold its target.
+		// deleting, and the deleting cluster holds its WifConfig until it is
+		// removed (its adapters may need it to clean up, and its link would
+		// otherwise name a resource that is gone).
 		wif := e.do("POST", base+"/wifconfigs", map[string]any{"kind": "WifConfig", "name": "wif-prod", "spec": map[string]any{}}).expect(201).resource()
 		body := clusterBody("prod")
 		body["references"] = []any{map[string]any{"ref_type": "wif_config", "id": wif.ID}}
@@ -91,9 +93,23 @@ func TestReferencesOfExampleKinds(t *testing.T) {
 		}
 		e.do("DELETE", wif.Href, nil).problem(409, "HYPERFLEET-CNF-005")
 		e.do("DELETE", c.Href, nil).expect(202)
-		if got := e.do("GET", c.Href, nil).expect(200).resource(); got.DeletedTime == nil {
+		deleting := e.do("GET", c.Href, nil).expect(200).resource()
+		if deleting.DeletedTime == nil {
 			t.Fatal("cluster not deleting")
 		}
+		p = e.do("DELETE", wif.Href, nil).problem(409, "HYPERFLEET-CNF-005")
+		if !strings.Contains(p.Detail, c.ID+", being deleted") || !strings.Contains(p.Detail, "holds it until it is removed") {
+			t.Fatalf("deleting referrer detail %q", p.Detail)
+		}
+		if got := e.do("GET", wif.Href, nil).expect(200).resource(); got.DeletedTime != nil {
+			t.Fatal("a refused delete marked the WifConfig deleting")
+		}
+		// Once the cluster's adapters have finalized it is removed, and the
+		// WifConfig can go.
+		for _, adapter := range []string{"validation", "landing-zone"} {
+			e.report(deleting, report(adapter, deleting.Generation, "True", "Finalized", "True")).expect(201)
+		}
+		e.do("GET", c.Href, nil).problem(404, "HYPERFLEET-NTF-001")
 		e.do("DELETE", wif.Href, nil).expect(202)
 		e.do("GET", wif.Href, nil).problem(404, "HYPERFLEET-NTF-001")
 	}, withExampleKinds(t))
