@@ -409,3 +409,72 @@ func TestChartTracingValue(t *testing.T) {
 		t.Error("the chart renders tracing settings without tracing.endpoint")
 	}
 }
+
+// Worker versioning: the reconciler is the image tag's version of its
+// deployment, is ready only once its version is decided, is replaced one
+// pod at a time and has time to drain; the alerts ship off by default.
+func TestChartRollsTheReconcilerOutAndShipsAlerts(t *testing.T) {
+	base := "temporal: {address: temporal.example:7233}\nimage: {tag: v9.9.9}\nreconciler: {drainTimeoutSeconds: 120}\n"
+	out, err := render(t, base, "hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "kind: PrometheusRule") {
+		t.Error("the PrometheusRule renders although prometheusRule.enabled is false")
+	}
+	var rec *unstructured.Unstructured
+	for _, o := range decode(t, out) {
+		if o.GetKind() == "Deployment" && o.GetName() == "hf-hyperfleet-reconciler" {
+			rec = o
+		}
+	}
+	if rec == nil {
+		t.Fatal("no reconciler Deployment")
+	}
+	grace, _, _ := unstructured.NestedInt64(rec.Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
+	unavailable, _, _ := unstructured.NestedFieldNoCopy(rec.Object, "spec", "strategy", "rollingUpdate", "maxUnavailable")
+	if grace != 150 || fmt.Sprint(unavailable) != "0" {
+		t.Errorf("termination grace %d s (want 150: the drain and 30 s), maxUnavailable %v (want 0)", grace, unavailable)
+	}
+	containers, _, _ := unstructured.NestedSlice(rec.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	env := map[string]string{}
+	for _, e := range c["env"].([]any) {
+		m := e.(map[string]any)
+		if v, ok := m["value"].(string); ok {
+			env[m["name"].(string)] = v
+		}
+	}
+	if env["HYPERFLEET_BUILD_ID"] != "v9.9.9" || env["HYPERFLEET_DEPLOYMENT_NAME"] != "hyperfleet-reconciler" || env["HYPERFLEET_DRAIN_TIMEOUT"] != "120s" {
+		t.Errorf("reconciler versioning env = %v", env)
+	}
+	if path, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path"); path != "/readyz" {
+		t.Errorf("reconciler readiness probe path %q, want /readyz", path)
+	}
+
+	on, err := render(t, base+"prometheusRule: {enabled: true, labels: {release: prom}}\n", "hf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]string{}
+	for _, o := range decode(t, on) {
+		if o.GetKind() != "PrometheusRule" {
+			continue
+		}
+		if o.GetLabels()["release"] != "prom" {
+			t.Errorf("PrometheusRule labels %v, want the extra label", o.GetLabels())
+		}
+		groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
+		for _, g := range groups {
+			rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+			for _, r := range rules {
+				m := r.(map[string]any)
+				alerts[fmt.Sprint(m["alert"])] = fmt.Sprint(m["expr"])
+			}
+		}
+	}
+	if !strings.Contains(alerts["HyperFleetReconcileStuck"], "hyperfleet_reconcile_stuck") ||
+		!strings.Contains(alerts["HyperFleetActivityHeartbeatTimeouts"], `activity_task_timeout{timeout_type="Heartbeat", workflowType="ReconcileResource"}`) {
+		t.Errorf("alerts = %v", alerts)
+	}
+}
