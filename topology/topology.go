@@ -592,7 +592,7 @@ func (t *Topology) WriteManifest() error {
 	if err != nil {
 		return err
 	}
-	f := filepath.Join(t.cfg.StateDir, "processes.json")
+	f := t.ManifestPath()
 	tmp := f + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return err
@@ -623,6 +623,10 @@ func (t *Topology) Stop() {
 		_ = t.WriteManifest()
 	}
 }
+
+// ManifestPath is processes.json: every process with its pid and what
+// restarts it.
+func (t *Topology) ManifestPath() string { return filepath.Join(t.cfg.StateDir, "processes.json") }
 
 // TemporalAddress is the Temporal frontend's host:port.
 func (t *Topology) TemporalAddress() string { return t.temporalAddr }

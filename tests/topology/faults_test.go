@@ -23,6 +23,14 @@ func TestFaultsOnTheProductionShape(t *testing.T) {
 	s := startShape(t, nil)
 	api := s.tp.APIURLs()
 	recovery := map[string]time.Duration{}
+	before := s.manifest()
+	for _, name := range []string{"api-1", "api-2", "worker-1", "worker-2", "temporal-frontend", "temporal-history",
+		"temporal-matching", "temporal-worker", "postgres", "postgres-temporal"} {
+		p, ok := before[name]
+		if !ok || p.PID == 0 || len(p.Argv) == 0 || p.Dir == "" || len(p.Env) == 0 {
+			t.Errorf("processes.json entry of %s = %+v, want its pid, argv, directory and environment", name, p)
+		}
+	}
 
 	// A burst with no fault: the baseline the recoveries compare with.
 	t.Run("no fault", func(t *testing.T) {
@@ -62,6 +70,12 @@ func TestFaultsOnTheProductionShape(t *testing.T) {
 		recovery["API replica killed (SIGKILL) between commit and hand-off"] = s.waitAllReconciled(5 * time.Minute).Sub(fault)
 		noFiveXX(t, b2, false)
 		s.restart("api-1")
+		// processes.json says what runs now: the new instance's pid, the
+		// same command.
+		after := s.manifest()["api-1"]
+		if after.PID == 0 || after.PID == before["api-1"].PID || strings.Join(after.Argv, " ") != strings.Join(before["api-1"].Argv, " ") {
+			t.Errorf("processes.json after the restart: api-1 = %+v, was pid %d", after, before["api-1"].PID)
+		}
 	})
 
 	t.Run("worker killed mid-activity", func(t *testing.T) {

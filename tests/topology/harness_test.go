@@ -309,6 +309,33 @@ func (s *shape) outboxRows() int {
 	return n
 }
 
+// entry is one process of processes.json.
+type entry struct {
+	Name string   `json:"name"`
+	PID  int      `json:"pid"`
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir"`
+	Env  []string `json:"env"`
+}
+
+// manifest reads processes.json by process name.
+func (s *shape) manifest() map[string]entry {
+	s.t.Helper()
+	raw, err := os.ReadFile(s.tp.ManifestPath())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var list []entry
+	if err := json.Unmarshal(raw, &list); err != nil {
+		s.t.Fatalf("processes.json: %v", err)
+	}
+	out := map[string]entry{}
+	for _, p := range list {
+		out[p.Name] = p
+	}
+	return out
+}
+
 func (s *shape) kill(name string) {
 	s.t.Helper()
 	p := s.tp.Process(name)
