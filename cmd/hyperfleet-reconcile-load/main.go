@@ -1,7 +1,9 @@
 // Command hyperfleet-reconcile-load measures end-to-end reconciliation on
-// the embedded stack against a real kube-apiserver whose Job, Deployment
-// and ReplicaSet controllers run, with a stand-in for the kubelet that
-// moves each pod on --pod-delay after it exists.
+// the embedded stack (mode temporal) or the production shape (mode
+// production: package topology, every part its own process) against a
+// real kube-apiserver whose Job, Deployment and ReplicaSet controllers
+// run, with a stand-in for the kubelet that moves each pod on --pod-delay
+// after it exists.
 //
 // Workloads (--workload):
 //   - shipped: the three shipped cluster adapters (validation,
@@ -59,6 +61,9 @@ type options struct {
 	window       time.Duration
 	idle         time.Duration
 	cpuProfile   string
+	workers      int
+	hyperfleet   string
+	rate         float64
 }
 
 func main() {
@@ -68,13 +73,16 @@ func main() {
 	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle, restart")
 	flag.IntVar(&o.clusters, "clusters", 200, "clusters to create")
 	flag.IntVar(&o.concurrency, "concurrency", 20, "concurrent POSTs")
-	flag.StringVar(&o.modes, "modes", "temporal,poll", "burst: what to measure (temporal, poll)")
+	flag.StringVar(&o.modes, "modes", "temporal,poll", "burst: what to measure (temporal: the embedded stack; production: the production shape, see package topology; poll)")
 	flag.DurationVar(&o.pollInterval, "poll-interval", 5*time.Second, "the polling baseline's interval (the upstream Sentinel's default is 5s)")
 	flag.DurationVar(&o.podDelay, "pod-delay", time.Second, "how long after a pod exists the kubelet stand-in reports it (Job pods succeed, others turn Ready)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting after this long")
 	flag.DurationVar(&o.window, "stability-window", 0, "stability window of the workflows (0: the default 30m; changes and idle shorten it)")
 	flag.DurationVar(&o.idle, "idle", 2*time.Minute, "idle: how long to watch the Reconciled clusters")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (API, Temporal, workers) here")
+	flag.Float64Var(&o.rate, "rate", 0, "burst: create at most this many clusters a second (0: as fast as the API answers)")
+	flag.IntVar(&o.workers, "workers", 2, "production mode: worker processes (each hosts the reconciler and every adapter)")
+	flag.StringVar(&o.hyperfleet, "hyperfleet", "", "production mode: the hyperfleet binary the API replicas and workers run (default bin/hyperfleet)")
 	flag.Parse()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)

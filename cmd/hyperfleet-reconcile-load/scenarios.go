@@ -42,6 +42,17 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 	if err != nil {
 		return err
 	}
+	var cpuBefore map[string]float64
+	var dbBefore map[string]int64
+	databases := []string{"hyperfleet", "temporal", "temporal_visibility"}
+	if sys.tp != nil {
+		cpuBefore = processCPU(sys.tp)
+		if dbBefore, err = databaseSizes(ctx, sys.tp.DatabaseURL(), databases...); err != nil {
+			return err
+		}
+	}
+	selfBefore := selfCPU()
+	start := time.Now()
 	ids, err := sys.api.createClusters(ctx, b.o.clusters, b.o.concurrency)
 	if err != nil {
 		return err
@@ -53,6 +64,24 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 	kubeAfter, err := b.kubeRequests(ctx)
 	if err != nil {
 		return err
+	}
+	if sys.tp != nil {
+		wall := time.Since(start)
+		cpuAfter := processCPU(sys.tp)
+		dbAfter, err := databaseSizes(ctx, sys.tp.DatabaseURL(), databases...)
+		if err != nil {
+			return err
+		}
+		var growth []string
+		for _, d := range databases {
+			growth = append(growth, fmt.Sprintf("%s %.1f MB", d, float64(dbAfter[d]-dbBefore[d])/1e6*1000/float64(len(all))))
+		}
+		b.notes = append(b.notes, fmt.Sprintf("production shape, %d workers, %d clusters, %s from the first create to the last Reconciled; CPU by component:\n\n%s\nDatabase growth per 1,000 clusters: %s",
+			b.o.workers, len(all), wall.Round(time.Second), cpuTable(cpuBefore, cpuAfter, len(all), wall), strings.Join(growth, ", ")))
+	} else if mode == "temporal" {
+		wall, used := time.Since(start), selfCPU()-selfBefore
+		b.notes = append(b.notes, fmt.Sprintf("embedded stack, %d clusters, %s from the first create to the last Reconciled: %.1f CPU-s (%.1f per 1,000 clusters, %.2f cores on average; "+
+			"the driver's one process: Temporal, API, workers and the load client)", len(all), wall.Round(time.Second), used, used*1000/float64(len(all)), used/wall.Seconds()))
 	}
 	lat := latencies(all, func(r *resource.Resource) time.Time { return r.CreatedTime })
 	var first, last time.Time
@@ -208,15 +237,35 @@ func (b *bench) idleScenario(ctx context.Context) error {
 	if window == 0 {
 		window = 30 * time.Second
 	}
-	sys, err := b.start(ctx, "temporal", reconcile.Options{StabilityWindow: window})
+	mode := strings.Split(b.o.modes, ",")[0]
+	sys, err := b.start(ctx, mode, reconcile.Options{StabilityWindow: window})
 	if err != nil {
 		return err
 	}
 	defer sys.stop()
+	// What the measured processes used so far: this one (the embedded
+	// stack) or the production shape's, and the control plane's.
+	cpuNow := b.cpu
+	if sys.tp != nil {
+		cpuNow = func() float64 {
+			total := 0.0
+			for _, v := range processCPU(sys.tp) {
+				total += v
+			}
+			return total
+		}
+	}
 	// The stack with no clusters: what it costs to be up.
-	cpu0 := b.cpu()
+	cpu0 := cpuNow()
+	var procs0 map[string]float64
+	if sys.tp != nil {
+		procs0 = processCPU(sys.tp)
+	}
 	time.Sleep(20 * time.Second)
-	base := (b.cpu() - cpu0) / 20
+	base := (cpuNow() - cpu0) / 20
+	if sys.tp != nil {
+		fmt.Printf("At rest with no clusters (20 s):\n\n%s\n", cpuTable(procs0, processCPU(sys.tp), 1000, 20*time.Second))
+	}
 
 	ids, err := sys.api.createClusters(ctx, b.o.clusters, b.o.concurrency)
 	if err != nil {
@@ -229,9 +278,17 @@ func (b *bench) idleScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cpu1 := b.cpu()
+	cpu1 := cpuNow()
+	var procs1 map[string]float64
+	if sys.tp != nil {
+		procs1 = processCPU(sys.tp)
+	}
 	time.Sleep(b.o.idle)
-	used := b.cpu() - cpu1
+	used := cpuNow() - cpu1
+	if sys.tp != nil {
+		fmt.Printf("%d Reconciled clusters, stability window %s, for %s (the per-1,000 column is per 1,000 clusters):\n\n%s\n",
+			len(ids), window, b.o.idle, cpuTable(procs1, processCPU(sys.tp), len(ids), b.o.idle))
+	}
 	after, err := sys.cost(ctx, resource.KindCluster, ids)
 	if err != nil {
 		return err
@@ -280,6 +337,13 @@ func (b *bench) cpu() float64 {
 		total += procCPU(pid)
 	}
 	return total
+}
+
+// selfCPU is the CPU time (seconds) this process used so far.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return tv(ru.Utime) + tv(ru.Stime)
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/temporalcost"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/topology"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -55,6 +57,9 @@ type system struct {
 	stop     func()
 	// waits are the last cost reading's waits per resource id.
 	waits map[string]waits
+	// tp is the production shape (mode production); its workers' metrics
+	// are read from their /metrics.
+	tp *topology.Topology
 }
 
 func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) (*system, error) {
@@ -99,6 +104,18 @@ func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) 
 		}
 		stops = append(stops, func() { _ = s.Stop() })
 		base, sys.tc = s.URL, tc
+	case "production":
+		tp, err := b.startProduction(ctx, dir, opts)
+		if err != nil {
+			return fail(err)
+		}
+		stops = append(stops, tp.Stop)
+		tc, err := tp.Dial(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		stops = append(stops, tc.Close)
+		base, sys.tc, sys.tp = tp.BalancerURL(), tc, tp
 	case "poll":
 		app, err := apiserver.Build(ctx, apiOpts)
 		if err != nil {
@@ -120,14 +137,23 @@ func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) 
 		}
 		go sentinel(srvCtx, base, engines, b.o.pollInterval)
 	default:
-		return fail(fmt.Errorf("unknown mode %q (temporal, poll)", mode))
+		return fail(fmt.Errorf("unknown mode %q (temporal, production, poll)", mode))
 	}
-	sys.api = &apiClient{base: base + resource.BasePath, http: &http.Client{Timeout: 30 * time.Second}}
+	sys.api = &apiClient{base: base + resource.BasePath, http: &http.Client{Timeout: 30 * time.Second}, rate: b.o.rate}
 	return sys, nil
 }
 
 // adapterRuns sums hyperfleet_adapter_runs_total over adapters and outcomes.
 func (s *system) adapterRuns() float64 {
+	if s.tp != nil {
+		var urls []string
+		for _, p := range s.tp.Processes() {
+			if strings.HasPrefix(p.Name, "worker-") {
+				urls = append(urls, s.tp.WorkerMetricsURL(len(urls)))
+			}
+		}
+		return scrapeCounter(urls, "hyperfleet_adapter_runs_total")
+	}
 	families, err := s.registry.Gather()
 	if err != nil {
 		return 0
@@ -191,6 +217,8 @@ func (s *system) history(ctx context.Context, workflowID string) ([]*historypb.H
 type apiClient struct {
 	base string
 	http *http.Client
+	// rate bounds the creates a second (0: as fast as answered).
+	rate float64
 }
 
 func (a *apiClient) do(ctx context.Context, method, path string, body any, want int) ([]byte, error) {
@@ -217,14 +245,23 @@ func (a *apiClient) do(ctx context.Context, method, path string, body any, want 
 }
 
 // createClusters POSTs n clusters with concurrency clients and returns
-// their ids.
+// their ids; with a.rate set, at most that many a second.
 func (a *apiClient) createClusters(ctx context.Context, n, concurrency int) ([]string, error) {
 	errs := make(chan error, n)
 	ids := make([]string, n)
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
 	stamp := time.Now().UnixNano() % 100000
+	var tick <-chan time.Time
+	if a.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / a.rate))
+		defer t.Stop()
+		tick = t.C
+	}
 	for i := 0; i < n; i++ {
+		if tick != nil {
+			<-tick
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
