@@ -431,10 +431,11 @@ func TestChartRollsTheReconcilerOutAndShipsAlerts(t *testing.T) {
 	if rec == nil {
 		t.Fatal("no reconciler Deployment")
 	}
-	grace, _, _ := unstructured.NestedInt64(rec.Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
+	// Decoded through JSON, so numbers arrive as float64: compare their text.
+	grace, _, _ := unstructured.NestedFieldNoCopy(rec.Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
 	unavailable, _, _ := unstructured.NestedFieldNoCopy(rec.Object, "spec", "strategy", "rollingUpdate", "maxUnavailable")
-	if grace != 150 || fmt.Sprint(unavailable) != "0" {
-		t.Errorf("termination grace %d s (want 150: the drain and 30 s), maxUnavailable %v (want 0)", grace, unavailable)
+	if fmt.Sprint(grace) != "150" || fmt.Sprint(unavailable) != "0" {
+		t.Errorf("termination grace %v s (want 150: the drain and 30 s), maxUnavailable %v (want 0)", grace, unavailable)
 	}
 	containers, _, _ := unstructured.NestedSlice(rec.Object, "spec", "template", "spec", "containers")
 	c := containers[0].(map[string]any)
