@@ -29,6 +29,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/time/rate"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
@@ -65,6 +66,13 @@ type Config struct {
 	// options (default 200), so a fleet-wide change does not flood
 	// Temporal.
 	ResyncRate float64
+	// HandoffRate bounds this relay's hand-offs a second (0: none). A burst
+	// of creates handed over faster than Temporal can run their rounds
+	// overloads its history service; past about a second a dispatch is
+	// lost and waits out the heartbeat timeout, and the retries feed the
+	// overload (docs/benchmarks.md, "The production shape"). Rows above
+	// the rate wait in the outbox, where writes keep succeeding.
+	HandoffRate float64
 	// Tracer records each hand-off as a span, the child of the request
 	// that wrote the row (its stored traceparent); nil: no spans.
 	Tracer     trace.TracerProvider
@@ -75,6 +83,7 @@ type Config struct {
 // Relay delivers the outbox.
 type Relay struct {
 	cfg     Config
+	limit   *rate.Limiter // nil: hand-offs are not rate limited
 	nudge   chan struct{}
 	metrics relayMetrics
 	// lastErr is the last delivery failure, cleared by a success.
@@ -106,6 +115,9 @@ func New(cfg Config) *Relay {
 	}
 	cfg.Options = cfg.Options.WithDefaults()
 	r := &Relay{cfg: cfg, nudge: make(chan struct{}, 1), metrics: newMetrics(cfg.Registerer)}
+	if cfg.HandoffRate > 0 {
+		r.limit = rate.NewLimiter(rate.Limit(cfg.HandoffRate), max(1, int(cfg.HandoffRate)))
+	}
 	return r
 }
 
@@ -218,6 +230,11 @@ func (r *Relay) Drain(ctx context.Context) (int, error) {
 	)
 	r.forEach(ctx, len(groups), func(ctx context.Context, i int) {
 		g := groups[i]
+		if r.limit != nil {
+			if err := r.limit.Wait(ctx); err != nil {
+				return // ended: the row stays for the next pass
+			}
+		}
 		err := r.deliver(ctx, g)
 		mu.Lock()
 		defer mu.Unlock()

@@ -406,3 +406,28 @@ func TestResyncTouchesOnlyWhatChanged(t *testing.T) {
 		t.Errorf("after a registration change, signals = %+v", sigs)
 	}
 }
+
+// Contract: with a hand-off rate, rows above it wait in the outbox for a
+// later pass instead of all going to Temporal at once.
+func TestHandoffRateKeepsTheRestInTheOutbox(t *testing.T) {
+	w := newWorld(t)
+	w.relay = relay.New(relay.Config{Store: w.store, Temporal: w.tc, Registered: registered, Sweep: -1,
+		HandoffRate: 1, Logger: zerolog.Nop()})
+	for i := 0; i < 5; i++ {
+		w.createCluster(fmt.Sprintf("rate-%d", i))
+	}
+	// At one a second, 1.5 s let at most two through (the first at once,
+	// the second after a second).
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	_, _ = w.relay.Drain(ctx)
+	cancel()
+	if left := w.pending(); left < 3 {
+		t.Errorf("%d rows left after 1.5 s at one hand-off a second, want at least 3", left)
+	}
+	// The next passes deliver the rest.
+	for w.pending() > 0 {
+		if _, err := w.relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -64,6 +64,7 @@ type options struct {
 	workers      int
 	hyperfleet   string
 	rate         float64
+	handoffRate  float64
 }
 
 func main() {
@@ -81,6 +82,7 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 2*time.Minute, "idle: how long to watch the Reconciled clusters")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (API, Temporal, workers) here")
 	flag.Float64Var(&o.rate, "rate", 0, "burst: create at most this many clusters a second (0: as fast as the API answers)")
+	flag.Float64Var(&o.handoffRate, "handoff-rate", 0, "production mode: each API replica's --relay-handoff-rate (0: no limit)")
 	flag.IntVar(&o.workers, "workers", 2, "production mode: worker processes (each hosts the reconciler and every adapter)")
 	flag.StringVar(&o.hyperfleet, "hyperfleet", "", "production mode: the hyperfleet binary the API replicas and workers run (default bin/hyperfleet)")
 	flag.Parse()

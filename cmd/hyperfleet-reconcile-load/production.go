@@ -63,6 +63,9 @@ func (b *bench) startProduction(ctx context.Context, dir string, opts reconcile.
 	if opts.StabilityWindow > 0 {
 		cfg.APIEnv = append(cfg.APIEnv, "HYPERFLEET_STABILITY_WINDOW="+opts.StabilityWindow.String())
 	}
+	if b.o.handoffRate > 0 {
+		cfg.APIEnv = append(cfg.APIEnv, fmt.Sprintf("HYPERFLEET_RELAY_HANDOFF_RATE=%g", b.o.handoffRate))
+	}
 	if b.maestro.GRPCAddress != "" {
 		cfg.WorkerEnv = append(cfg.WorkerEnv, "HYPERFLEET_MAESTRO_GRPC_SERVER_ADDRESS="+b.maestro.GRPCAddress,
 			"HYPERFLEET_MAESTRO_HTTP_SERVER_ADDRESS="+b.maestro.HTTPAddress, "HYPERFLEET_MAESTRO_INSECURE=true")

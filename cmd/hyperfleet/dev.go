@@ -234,7 +234,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			Logger:     log,
 		},
 		Temporal: tc, Namespace: srv.Namespace(),
-		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate,
+		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff,
 		Adapters: files,
 		AdapterDeps: worker.AdapterDeps{Kube: kubeFn, Maestro: f.maestroSet,
 			KubeMissing: "set KUBECONFIG or pass --kubeconfig"},

@@ -164,7 +164,7 @@ required_adapters the file leaves out needs HYPERFLEET_<KIND>_ADAPTERS.`,
 			defer tc.Close()
 			s, err := stack.Start(ctx, stack.Config{
 				API: opts, Temporal: tc, Namespace: flags.temporal.cfg.Namespace, NoWorkers: true,
-				Reconcile: flags.reconcile.opts, RelaySweep: flags.reconcile.sweep, RelayResyncRate: flags.reconcile.resyncRate, Logger: log,
+				Reconcile: flags.reconcile.opts, RelaySweep: flags.reconcile.sweep, RelayResyncRate: flags.reconcile.resyncRate, RelayHandoffRate: flags.reconcile.handoff, Logger: log,
 			})
 			if err != nil {
 				return err

@@ -30,6 +30,7 @@ type reconcileFlags struct {
 	opts       reconcile.Options
 	sweep      time.Duration
 	resyncRate float64
+	handoff    float64
 }
 
 func (r *reconcileFlags) add(fs *pflag.FlagSet) {
@@ -39,5 +40,6 @@ func (r *reconcileFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.opts.HeartbeatTimeout, "activity-heartbeat-timeout", 20*time.Second, "how long an adapter activity may go silent before Temporal retries it on another worker")
 	fs.Float64Var(&r.opts.StabilityJitter, "stability-jitter", 0.1, "spread self-healing rounds over ± this fraction of the stability window (negative: none)")
 	fs.DurationVar(&r.sweep, "relay-sweep", time.Minute, "re-read the outbox this often as a safety net for rows another API replica left behind (negative disables)")
+	fs.Float64Var(&r.handoff, "relay-handoff-rate", 0, "most hand-offs a second from this API replica to Temporal (0: no limit); set it below what your Temporal runs, so a burst of creates waits in the outbox instead of overloading it")
 	fs.Float64Var(&r.resyncRate, "relay-resync-rate", 200, "signals per second when a changed adapter registration or reconcile setting is handed to every workflow at start-up")
 }

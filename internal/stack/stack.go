@@ -41,6 +41,8 @@ type Config struct {
 	// RelayResyncRate bounds the start-up pass's signals a second (0: its
 	// default).
 	RelayResyncRate float64
+	// RelayHandoffRate bounds the relay's hand-offs a second (0: none).
+	RelayHandoffRate float64
 	// Adapters to host in-process, with what they share; the API base URL
 	// and the logger are the stack's own.
 	Adapters    []worker.AdapterFiles
@@ -118,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 
 	s.Relay = relay.New(relay.Config{
 		Store: app.Store, Temporal: cfg.Temporal, Registered: app.Registered, Kinds: app.Kinds,
-		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate, Tracer: cfg.API.Server.Tracer,
+		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate, HandoffRate: cfg.RelayHandoffRate, Tracer: cfg.API.Server.Tracer,
 		Registerer: app.Metrics.Registry, Logger: cfg.Logger.With().Str("component", "relay").Logger(),
 	})
 	app.Service.OnOutbox(s.Relay.Nudge)
