@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,7 @@ type Config struct {
 type Relay struct {
 	cfg     Config
 	limit   *rate.Limiter // nil: hand-offs are not rate limited
+	claim   int           // rows one pass takes from the outbox
 	nudge   chan struct{}
 	metrics relayMetrics
 	// lastErr is the last delivery failure, cleared by a success.
@@ -115,8 +117,13 @@ func New(cfg Config) *Relay {
 	}
 	cfg.Options = cfg.Options.WithDefaults()
 	r := &Relay{cfg: cfg, nudge: make(chan struct{}, 1), metrics: newMetrics(cfg.Registerer)}
+	r.claim = cfg.Batch
 	if cfg.HandoffRate > 0 {
 		r.limit = rate.NewLimiter(rate.Limit(cfg.HandoffRate), max(1, int(cfg.HandoffRate)))
+		// About ten seconds of hand-offs a pass: on PostgreSQL a pass holds
+		// its rows from the other replicas, which should not wait minutes
+		// behind a slow one.
+		r.claim = min(cfg.Batch, max(1, int(math.Ceil(cfg.HandoffRate*10))))
 	}
 	return r
 }
@@ -176,7 +183,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.cfg.Logger.Info().Msg("outbox hand-off to Temporal resumed")
 			backoff = 0
 		}
-		if n == r.cfg.Batch {
+		if n == r.claim {
 			continue // more rows are waiting
 		}
 		select {
@@ -215,13 +222,27 @@ func (r *Relay) retry(ctx context.Context, what string, fn func(context.Context)
 // Rows of one resource are folded into one call at their newest
 // generation; rows whose call failed stay for the next pass.
 func (r *Relay) Drain(ctx context.Context) (int, error) {
-	rows, err := r.cfg.Store.PendingOutbox(ctx, r.cfg.Batch)
+	var errs []error
+	n, err := r.cfg.Store.ClaimOutbox(ctx, r.claim, func(ctx context.Context, rows []store.OutboxEntry) []int64 {
+		var acked []int64
+		acked, errs = r.deliverAll(ctx, rows)
+		return acked
+	})
 	if err != nil {
-		return 0, fmt.Errorf("read outbox: %w", err)
+		errs = append(errs, fmt.Errorf("read or acknowledge the outbox: %w", err))
 	}
-	if len(rows) == 0 {
-		return 0, nil
+	if len(errs) > 0 {
+		err := errors.Join(errs...)
+		r.lastErr.Store(&err)
+		return n, err
 	}
+	r.lastErr.Store(nil)
+	return n, nil
+}
+
+// deliverAll hands rows to Temporal, one call per resource at its newest
+// generation, and returns the ids of the rows Temporal accepted.
+func (r *Relay) deliverAll(ctx context.Context, rows []store.OutboxEntry) ([]int64, []error) {
 	groups := Group(rows)
 	var (
 		mu    sync.Mutex
@@ -247,19 +268,7 @@ func (r *Relay) Drain(ctx context.Context) (int, error) {
 		r.metrics.delivered.WithLabelValues("ok").Inc()
 		r.metrics.handoff.Observe(time.Since(g.Oldest).Seconds())
 	})
-	if len(acked) > 0 {
-		// Acknowledged even when the context ended: Temporal has them.
-		if err := r.cfg.Store.AckOutbox(context.WithoutCancel(ctx), acked...); err != nil {
-			errs = append(errs, fmt.Errorf("acknowledge delivered outbox rows: %w", err))
-		}
-	}
-	if len(errs) > 0 {
-		err := errors.Join(errs...)
-		r.lastErr.Store(&err)
-		return len(rows), err
-	}
-	r.lastErr.Store(nil)
-	return len(rows), nil
+	return acked, errs
 }
 
 // fingerprintSetting stores what the workflows were last told: the

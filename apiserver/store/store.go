@@ -68,6 +68,11 @@ type Store interface {
 	PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, error)
 	// AckOutbox removes delivered entries.
 	AckOutbox(ctx context.Context, ids ...int64) error
+	// ClaimOutbox hands deliver the oldest undelivered entries that no
+	// other relay holds, removes the ones deliver returns as delivered and
+	// returns how many it handed. While deliver runs the entries are held
+	// for this caller alone (PostgreSQL), so API replicas split a backlog.
+	ClaimOutbox(ctx context.Context, limit int, deliver func(context.Context, []OutboxEntry) []int64) (int, error)
 	// OutboxBacklog counts undelivered entries and returns when the oldest
 	// was written (zero when there is none), for the relay-lag metrics.
 	OutboxBacklog(ctx context.Context) (pending int64, oldest time.Time, err error)

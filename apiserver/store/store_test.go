@@ -349,6 +349,64 @@ func TestOutbox(t *testing.T) {
 
 const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
+// Two API replicas draining one PostgreSQL outbox split it: rows one holds
+// are invisible to the other until it returns; rows it did not deliver
+// stay for the next pass. SQLite serves one process and only reads.
+func TestClaimOutboxSplitsBetweenReplicas(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			for i := 1; i <= 4; i++ {
+				e := store.OutboxEntry{Kind: "Cluster", ResourceID: fmt.Sprintf("c%d", i), Generation: 1,
+					Reason: store.OutboxCreated, CreatedTime: time.Now()}
+				if err := tx.AppendOutbox(ctx, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first, second []store.OutboxEntry
+		n, err := s.ClaimOutbox(ctx, 2, func(ctx context.Context, rows []store.OutboxEntry) []int64 {
+			first = rows
+			// The other replica's pass, while this one holds its rows.
+			if _, err := s.ClaimOutbox(ctx, 10, func(_ context.Context, rows []store.OutboxEntry) []int64 {
+				second = rows
+				ids := make([]int64, 0, len(rows))
+				for _, r := range rows {
+					ids = append(ids, r.ID)
+				}
+				return ids
+			}); err != nil {
+				t.Errorf("second claim: %v", err)
+			}
+			return []int64{rows[0].ID} // the other row failed
+		})
+		if err != nil || n != 2 || len(first) != 2 || first[0].ResourceID != "c1" || first[1].ResourceID != "c2" {
+			t.Fatalf("first claim = %d rows %+v, %v; want c1 and c2", n, first, err)
+		}
+		left, err := s.PendingOutbox(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Backend() == store.BackendPostgres {
+			if len(second) != 2 || second[0].ResourceID != "c3" || second[1].ResourceID != "c4" {
+				t.Errorf("the second replica saw %+v, want only c3 and c4 (c1 and c2 are held)", second)
+			}
+			if len(left) != 1 || left[0].ResourceID != "c2" {
+				t.Errorf("left after both passes = %+v, want c2 (not delivered)", left)
+			}
+			return
+		}
+		// SQLite: the nested pass saw and removed every row.
+		if len(second) != 4 || len(left) != 0 {
+			t.Errorf("SQLite: second pass saw %d rows, %d left; want 4 and 0", len(second), len(left))
+		}
+	})
+}
+
 // A database at schema version 2 (before outbox rows kept a traceparent)
 // upgrades in place: its pending rows survive with an empty traceparent and
 // new rows keep theirs.
