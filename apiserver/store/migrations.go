@@ -274,7 +274,7 @@ var migrations = []migration{
 		// answered from the index alone: its count probes the index, and
 		// its page walks one term's rows in the default order and stops at
 		// the page's end, instead of checking thousands of stored JSON
-		// documents (docs/benchmarks.md, "Searches answered by the term
+		// documents (docs/benchmarks-archive-2026-11-27.md, "Searches answered by the term
 		// index"). PostgreSQL keeps its GIN indexes and only gains the
 		// condition_terms column.
 		postgres: []string{
@@ -363,7 +363,7 @@ var migrations = []migration{
 		// total cost as much as its matches. Here a search of and-joined
 		// label and condition equalities is counted from the index alone,
 		// and its page walks one term's rows in the default order and stops
-		// when full (docs/benchmarks.md, "The term index on PostgreSQL").
+		// when full (docs/benchmarks-archive-2026-11-27.md, "The term index on PostgreSQL").
 		// Spec values stay on their GIN index: PostgreSQL compares them by
 		// its own rules (a quoted '3' matches the number 3), which a term
 		// cannot render. Triggers keep the terms in the same transaction as
