@@ -73,14 +73,30 @@ var (
 	AttrResourceID = temporal.NewSearchAttributeKeyKeyword("HyperFleetResourceID")
 	AttrGeneration = temporal.NewSearchAttributeKeyInt64("HyperFleetGeneration")
 	AttrReconciled = temporal.NewSearchAttributeKeyBool("HyperFleetReconciled")
+	// AttrTenant names the resource's tenancy in the API's canonical form
+	// (HyperFleetTenant="org=acme,project=web") when the API runs with a
+	// tenancy file. It is set when the workflow starts and never changes
+	// (a resource keeps its tenancy); the workflow does not upsert it, and
+	// continue-as-new carries it to the next run with the others.
+	AttrTenant = temporal.NewSearchAttributeKeyKeyword("HyperFleetTenant")
 )
 
 // StartAttributes are the search attributes a resource's workflow is
 // started with. The workflow takes them as written, so the relay and the
 // workflow must agree on them: both use this.
 func StartAttributes(ref Ref, generation int64) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(AttrKind.ValueSet(ref.Kind), AttrResourceID.ValueSet(ref.ID),
-		AttrGeneration.ValueSet(generation), AttrReconciled.ValueSet(false))
+	return TenantStartAttributes(ref, generation, "")
+}
+
+// TenantStartAttributes are StartAttributes with the resource's tenancy
+// (its canonical form) as HyperFleetTenant; "" (no tenancy) leaves it out.
+func TenantStartAttributes(ref Ref, generation int64, tenancy string) temporal.SearchAttributes {
+	attrs := []temporal.SearchAttributeUpdate{AttrKind.ValueSet(ref.Kind), AttrResourceID.ValueSet(ref.ID),
+		AttrGeneration.ValueSet(generation), AttrReconciled.ValueSet(false)}
+	if tenancy != "" {
+		attrs = append(attrs, AttrTenant.ValueSet(tenancy))
+	}
+	return temporal.NewSearchAttributes(attrs...)
 }
 
 // SearchAttributes lists the custom search attributes to register on the
@@ -91,6 +107,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		AttrResourceID.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		AttrGeneration.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
 		AttrReconciled.GetName(): enumspb.INDEXED_VALUE_TYPE_BOOL,
+		AttrTenant.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 
