@@ -150,6 +150,7 @@ fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)
 	$(GO) test -run '^$$' -fuzz FuzzScanStoredDocuments -fuzztime $(FUZZTIME) ./apiserver/store/
 	$(GO) test -run '^$$' -fuzz FuzzAppendJSON -fuzztime $(FUZZTIME) ./resource/
 	$(GO) test -run '^$$' -fuzz FuzzEqual -fuzztime $(FUZZTIME) ./internal/jsonnum/
+	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME) ./apiserver/tenancy/
 
 clean: ## remove built binaries and local state
 	rm -rf $(BIN) .hyperfleet .hyperfleet-ha out

@@ -86,6 +86,13 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t := opts.Server.Tenancy; t != nil {
+		// A file is validated as it loads; a Config built in code is
+		// checked here against the auth it runs with.
+		if err := t.Validate(opts.Auth.Enabled); err != nil {
+			return nil, fmt.Errorf("tenancy: %w", err)
+		}
+	}
 	var specs lifecycle.SpecValidator
 	if opts.SpecSchema != "" {
 		v, err := specschema.LoadFor(opts.SpecSchema, opts.Kinds)

@@ -25,11 +25,14 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
 )
 
 const (
 	identityKey  = "hyperfleet.identity"
+	claimsKey    = "hyperfleet.claims"
+	callerKey    = "hyperfleet.caller"
 	requestIDKey = "hyperfleet.request_id"
 	// bodyReadKey marks a request whose body a handler read to the end.
 	bodyReadKey = "hyperfleet.body_read"
@@ -99,6 +102,13 @@ func (s *Server) requestLog(c *gin.Context) *zerolog.Logger {
 		// or whatever a client put in its place.
 		l = l.Str(p.Key, problem.Truncate(p.Value, 64))
 	}
+	if v, ok := c.Get(callerKey); ok {
+		if caller := v.(tenancy.Caller); caller.System {
+			l = l.Bool("system_caller", true)
+		} else {
+			l = l.Str("tenancy", caller.Key)
+		}
+	}
 	logger := l.Logger()
 	return &logger
 }
@@ -135,7 +145,7 @@ func (s *Server) timeout(c *gin.Context) {
 }
 
 func (s *Server) authenticate(c *gin.Context) {
-	identity, err := s.auth.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
+	principal, err := s.auth.Verify(c.Request.Context(), c.GetHeader("Authorization"))
 	if err != nil {
 		var ae *auth.Error
 		code, status := problem.CodeUnauthenticated, http.StatusUnauthorized
@@ -149,8 +159,61 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.fail(c, problem.New(status, code, err.Error()))
 		return
 	}
-	c.Set(identityKey, identity)
+	c.Set(identityKey, principal.Identity)
+	if principal.Claims != nil {
+		c.Set(claimsKey, principal.Claims)
+	}
 	c.Next()
+}
+
+// resolveTenancy decides who an authenticated caller is under the tenancy
+// file: a system caller, or a tenant with its tenancy, which every
+// handler's reads and writes are then scoped to (lifecycle reads it from
+// the request's context). A caller without a valid tenancy is refused
+// before anything is read.
+func (s *Server) resolveTenancy(c *gin.Context) {
+	claims, _ := c.Get(claimsKey)
+	m, _ := claims.(map[string]any)
+	caller, refusal := s.cfg.Tenancy.Resolve(tenancy.Request{
+		Header: c.Request.Header.Values, Identity: c.GetString(identityKey), Claims: m,
+	})
+	if refusal != nil {
+		s.requestLog(c).Info().Str("reason", refusal.Message).Str("source", refusal.Source).Str("remote", c.Request.RemoteAddr).
+			Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("tenancy refused")
+		s.fail(c, problem.New(http.StatusForbidden, problem.CodeTenancy, refusal.Message).
+			WithErrors(problem.FieldError{Field: refusal.Source, Constraint: "tenancy", Message: refusal.Message}))
+		return
+	}
+	c.Set(callerKey, caller)
+	c.Request = c.Request.WithContext(tenancy.WithCaller(c.Request.Context(), caller))
+	c.Next()
+}
+
+// Roles, with a tenancy file: a system caller (the reconciler, the
+// adapters) may read everything and write statuses, nothing else; a
+// tenant may create, change and delete its own resources but not report
+// status, which the aggregation trusts to say whether a resource is
+// Ready. Without a tenancy file these checks are not installed.
+func (s *Server) tenantsOnly(c *gin.Context) {
+	if caller, _ := c.Get(callerKey); caller != nil && caller.(tenancy.Caller).System {
+		s.refuseRole(c, "system callers may only write adapter statuses; creating, changing and deleting resources is for tenants")
+		return
+	}
+	c.Next()
+}
+
+func (s *Server) systemOnly(c *gin.Context) {
+	if caller, _ := c.Get(callerKey); caller == nil || !caller.(tenancy.Caller).System {
+		s.refuseRole(c, "only system callers (the adapters) may report adapter status: a tenant's report could mark a resource Ready that is not")
+		return
+	}
+	c.Next()
+}
+
+func (s *Server) refuseRole(c *gin.Context, why string) {
+	s.requestLog(c).Info().Str("reason", why).Str("remote", c.Request.RemoteAddr).
+		Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("refused by role")
+	s.fail(c, problem.New(http.StatusForbidden, problem.CodeForbidden, why))
 }
 
 func identity(c *gin.Context) string {

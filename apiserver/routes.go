@@ -53,6 +53,9 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/openapi.html", s.openapiPage)
 
 	api := v1.Group("", s.authenticate, s.timeout, s.checkQuery, s.checkIDs)
+	if s.cfg.Tenancy != nil {
+		api.Use(s.resolveTenancy)
+	}
 	for _, k := range s.svc.Kinds().All() {
 		s.kindRoutes(api, k)
 	}
@@ -94,14 +97,25 @@ func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
 		return r
 	}
 	item := collection + "/:" + param
-	api.POST(collection, s.handle(s.createKind(k, parentParam)))
+	// With tenancy, writes of resources are for tenants and writes of
+	// statuses for system callers (tenantsOnly, systemOnly); both are
+	// decided before the resource is read, so a refusal says nothing
+	// about whether it exists.
+	var tenants, system []gin.HandlerFunc
+	if s.cfg.Tenancy != nil {
+		tenants, system = []gin.HandlerFunc{s.tenantsOnly}, []gin.HandlerFunc{s.systemOnly}
+	}
+	with := func(roles []gin.HandlerFunc, h gin.HandlerFunc) []gin.HandlerFunc {
+		return append(append([]gin.HandlerFunc{}, roles...), h)
+	}
+	api.POST(collection, with(tenants, s.handle(s.createKind(k, parentParam)))...)
 	api.GET(item, s.handle(s.getResource(ref)))
-	api.PATCH(item, s.handle(s.patchResource(ref)))
-	api.DELETE(item, s.handle(s.deleteResource(ref)))
-	api.POST(item+"/force-delete", s.handle(s.forceDelete(ref)))
+	api.PATCH(item, with(tenants, s.handle(s.patchResource(ref)))...)
+	api.DELETE(item, with(tenants, s.handle(s.deleteResource(ref)))...)
+	api.POST(item+"/force-delete", with(tenants, s.handle(s.forceDelete(ref)))...)
 	api.GET(item+"/statuses", s.handle(s.listStatuses(ref)))
-	api.PUT(item+"/statuses", s.handle(s.reportStatus(ref)))
-	api.POST(item+"/statuses", s.handle(s.reportStatus(ref)))
+	api.PUT(item+"/statuses", with(system, s.handle(s.reportStatus(ref)))...)
+	api.POST(item+"/statuses", with(system, s.handle(s.reportStatus(ref)))...)
 }
 
 // resourceIDParam is the id parameter of GET /resources/{resource_id}.

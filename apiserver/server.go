@@ -26,6 +26,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/metrics"
 	"github.com/hyperfleet/hyperfleet/apiserver/openapi"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 )
 
 // Config of the HTTP server.
@@ -58,6 +59,10 @@ type Config struct {
 	// Tracer starts a server span per request, continuing a caller's W3C
 	// traceparent; nil: no tracing, and no middleware for it.
 	Tracer trace.TracerProvider
+	// Tenancy scopes every resource route by tenant and gives callers
+	// roles (package tenancy); nil: no tenancy, every caller sees and
+	// does everything, as before tenancy existed.
+	Tenancy *tenancy.Config
 }
 
 // Defaults of the read timeouts: a 1 MiB body arrives within 30 s at

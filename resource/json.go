@@ -65,6 +65,10 @@ func (r *Resource) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"labels":`...)
 	b = appendLabels(b, r.Labels)
+	if len(r.Tenancy) > 0 {
+		b = append(b, `,"tenancy":`...)
+		b = appendLabels(b, r.Tenancy)
+	}
 	b = append(b, `,"created_time":`...)
 	if b, err = appendTime(b, r.CreatedTime); err != nil {
 		return nil, err

@@ -79,10 +79,14 @@ type Resource struct {
 	OwnerReferences *OwnerReference `json:"owner_references,omitempty"`
 	// References are the typed links the kind declares (references: in the
 	// kinds file); absent on kinds without any.
-	References  []Link            `json:"references,omitempty"`
-	Generation  int64             `json:"generation"`
-	Spec        json.RawMessage   `json:"spec"`
-	Labels      map[string]string `json:"labels"`
+	References []Link            `json:"references,omitempty"`
+	Generation int64             `json:"generation"`
+	Spec       json.RawMessage   `json:"spec"`
+	Labels     map[string]string `json:"labels"`
+	// Tenancy is the tenancy the resource was created under (a child
+	// inherits its parent's): one value per tenancy dimension, absent when
+	// the API runs without a tenancy file.
+	Tenancy     map[string]string `json:"tenancy,omitempty"`
 	CreatedTime time.Time         `json:"created_time"`
 	UpdatedTime time.Time         `json:"updated_time"`
 	CreatedBy   string            `json:"created_by"`

@@ -30,6 +30,13 @@ type AdapterFiles struct {
 type AdapterDeps struct {
 	// APIBaseURL, when set, overrides clients.hyperfleet_api.base_url.
 	APIBaseURL string
+	// APITokenFile, when set, overrides clients.hyperfleet_api.auth's
+	// token file: the bearer token every adapter calls the API with (a
+	// system identity's, when the API runs with tenancy).
+	APITokenFile string
+	// APIHeaders are sent with every call an adapter makes to the API
+	// (the system header of a tenancy gateway).
+	APIHeaders [][2]string
 	// Kube returns the cluster Kubernetes resources are applied to; it is
 	// called only for adapters that need one. Nil means none is configured
 	// and KubeMissing says how to configure one.
@@ -149,6 +156,10 @@ func apiClient(b *taskconfig.Bundle, deps AdapterDeps) (*apiclient.Client, error
 	if a := c.Auth; a != nil {
 		cfg.TokenPath, cfg.TokenCacheTTL = a.TokenPath, a.TokenCacheTTL.Duration
 	}
+	if deps.APITokenFile != "" {
+		cfg.TokenPath = deps.APITokenFile
+	}
+	cfg.Headers = deps.APIHeaders
 	if t := c.TLS; t != nil {
 		tc, err := tlsfiles.ClientConfig(tlsfiles.Files{CA: t.CAFile, Cert: t.CertFile, Key: t.KeyFile, InsecureSkipVerify: t.InsecureSkipVerify})
 		if err != nil {

@@ -39,6 +39,10 @@ type Config struct {
 	// at most every TokenCacheTTL (0 reads it on every call).
 	TokenPath     string
 	TokenCacheTTL time.Duration
+	// Headers are sent with every call, before a call's own: the header
+	// that marks a system caller behind a tenancy gateway
+	// (X-HyperFleet-System: true).
+	Headers [][2]string
 	// HTTP is the client to use (dry-run swaps its transport for mocks).
 	HTTP    *http.Client
 	Metrics *metrics.Metrics
@@ -213,6 +217,9 @@ func (c *Client) once(ctx context.Context, method, target, endpoint string, req 
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "application/json")
+	for _, h := range c.cfg.Headers {
+		hr.Header.Set(h[0], h[1])
+	}
 	for _, h := range req.Headers {
 		hr.Header.Set(h[0], h[1])
 	}

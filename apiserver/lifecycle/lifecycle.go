@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/statusreport"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
@@ -142,10 +144,19 @@ type Ref = resource.Ref
 
 func notFound(ref Ref) *problem.Problem { return problem.NotFound(ref.Kind, ref.ID) }
 
+// visible reports whether the request's caller may see a resource: every
+// caller when tenancy is off and system callers always; a tenant only the
+// resources of its own tenancy. Another tenant's resource is answered as
+// missing, never as forbidden, so its existence does not leak.
+func visible(ctx context.Context, r *resource.Resource) bool {
+	c := tenancy.FromContext(ctx)
+	return c.Key == "" || c.Key == resource.TenancyKey(r.Tenancy)
+}
+
 // GetAny returns a resource of any kind by id (GET /resources/{id}).
 func (s *Service) GetAny(ctx context.Context, id string) (*resource.Resource, error) {
 	r, err := s.store.GetResource(ctx, "", id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, r) {
 		return nil, problem.NotFound("Resource", id)
 	}
 	if err != nil {
@@ -157,7 +168,7 @@ func (s *Service) GetAny(ctx context.Context, id string) (*resource.Resource, er
 // Get returns a resource; a node pool must belong to the cluster in its path.
 func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) {
 	r, err := s.store.GetResource(ctx, ref.Kind, ref.ID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !belongs(r, ref) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (!belongs(r, ref) || !visible(ctx, r)) {
 		return nil, notFound(ref)
 	}
 	if err != nil {
@@ -211,7 +222,8 @@ func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 		}
 		return store.Page{}, problem.Internal(err)
 	}
-	q := store.ListQuery{Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order, After: p.After, Limit: p.Size}
+	q := store.ListQuery{Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order, After: p.After, Limit: p.Size,
+		Tenant: tenancy.FromContext(ctx).Key}
 	if p.After == nil {
 		q.Offset = (p.Page - 1) * p.Size
 	}
@@ -254,15 +266,19 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 	}
 	r.OwnerReferences = s.kinds.Owner(kind, parentID)
 	r.Href = s.kinds.Href(kind, r.ID, parentID)
+	// A resource belongs to its creator's tenancy; a child to its
+	// parent's, which the caller must see.
+	r.Tenancy = maps.Clone(tenancy.FromContext(ctx).Tenancy)
 	err = s.inTx(ctx, func(tx store.Tx) error {
 		if parentID != "" {
 			parent, err := tx.LockResource(ctx, k.ParentKind, parentID)
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, parent) {
 				return problem.NotFound(k.ParentKind, parentID)
 			}
 			if err != nil {
 				return err
 			}
+			r.Tenancy = maps.Clone(parent.Tenancy)
 			if parent.DeletedTime != nil {
 				return problem.Newf(http.StatusConflict, problem.CodeBeingDeleted,
 					"%s %s is being deleted; %s cannot be added to it", strings.ToLower(k.ParentKind), parentID, pluralNoun(k))
@@ -521,7 +537,7 @@ func (s *Service) resolveReferences(ctx context.Context, tx store.Tx, k resource
 	for i, ref := range refs {
 		kind := targets[ref.RefType]
 		t, err := tx.LockResource(ctx, kind, ref.ID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, t) {
 			msg := fmt.Sprintf("reference %s points at %s %q, which does not exist", ref.RefType, kind, problem.Truncate(ref.ID, 64))
 			return nil, problem.Validation(problem.FieldError{Field: fmt.Sprintf("references[%d].id", i), Value: problem.Truncate(ref.ID, 64),
 				Constraint: "exists", Message: msg})
@@ -826,7 +842,7 @@ func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resour
 // lock takes the row lock of the addressed resource.
 func (s *Service) lock(ctx context.Context, tx store.Tx, ref Ref) (*resource.Resource, error) {
 	r, err := tx.LockResource(ctx, ref.Kind, ref.ID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !belongs(r, ref) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (!belongs(r, ref) || !visible(ctx, r)) {
 		return nil, notFound(ref)
 	}
 	return r, err
@@ -843,7 +859,7 @@ func (s *Service) lockParent(ctx context.Context, tx store.Tx, ref Ref) (*resour
 		return nil, err
 	}
 	p, err := tx.LockResource(ctx, k.ParentKind, ref.ParentID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, p) {
 		return nil, problem.NotFound(k.ParentKind, ref.ParentID)
 	}
 	return p, err
@@ -875,7 +891,8 @@ func (s *Service) logFor(r *resource.Resource) *zerolog.Logger {
 }
 
 func outboxFor(r *resource.Resource, reason string, now time.Time) store.OutboxEntry {
-	e := store.OutboxEntry{Kind: r.Kind, ResourceID: r.ID, Generation: r.Generation, Reason: reason, CreatedTime: now}
+	e := store.OutboxEntry{Kind: r.Kind, ResourceID: r.ID, Generation: r.Generation, Reason: reason, CreatedTime: now,
+		Tenant: resource.TenancyKey(r.Tenancy)}
 	if r.OwnerReferences != nil {
 		e.ParentID = r.OwnerReferences.ID
 	}

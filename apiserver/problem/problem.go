@@ -37,7 +37,8 @@ const (
 	CodeReadTimeout      Code = "HYPERFLEET-VAL-009" // the request body did not arrive within the read timeout
 	CodeSpecSchema       Code = "HYPERFLEET-VAL-007" // spec does not match the configured OpenAPI schema
 	CodeUnauthenticated  Code = "HYPERFLEET-AUT-001" // missing, malformed or invalid bearer token
-	CodeForbidden        Code = "HYPERFLEET-AUZ-001" // authenticated, but not allowed (no identity claim)
+	CodeForbidden        Code = "HYPERFLEET-AUZ-001" // authenticated, but not allowed (no identity claim, or the caller's role)
+	CodeTenancy          Code = "HYPERFLEET-AUZ-002" // no valid tenancy: a required dimension missing, or a value invalid
 	CodeNotFound         Code = "HYPERFLEET-NTF-001" // the resource does not exist
 	CodeRouteNotFound    Code = "HYPERFLEET-NTF-002" // no such path
 	CodeMethodNotAllowed Code = "HYPERFLEET-NTF-003" // the path exists, the method does not

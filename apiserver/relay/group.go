@@ -22,6 +22,9 @@ type Delivery struct {
 	// (the newest among equals): the hand-off of folded rows continues the
 	// trace of the request that asked for the generation it delivers.
 	TraceParent string
+	// Tenant is the resource's tenancy in canonical form ("" without
+	// tenancy): its workflow's HyperFleetTenant.
+	Tenant string
 }
 
 // Group folds outbox rows by resource, keeping the order in which resources
@@ -55,6 +58,9 @@ func Group(rows []store.OutboxEntry) []Delivery {
 		}
 		if d.Ref.ParentID == "" {
 			d.Ref.ParentID = row.ParentID
+		}
+		if d.Tenant == "" {
+			d.Tenant = row.Tenant
 		}
 	}
 	return out

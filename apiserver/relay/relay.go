@@ -483,7 +483,7 @@ func (r *Relay) runningWorkflows(ctx context.Context) (map[string]bool, error) {
 }
 
 func resyncOf(kind string, ref store.LiveRef) Delivery {
-	return Delivery{Ref: reconcile.Ref{Kind: kind, ID: ref.ID, ParentID: ref.ParentID}, Generation: ref.Generation, Reason: reconcile.ReasonResync}
+	return Delivery{Ref: reconcile.Ref{Kind: kind, ID: ref.ID, ParentID: ref.ParentID}, Generation: ref.Generation, Reason: reconcile.ReasonResync, Tenant: ref.Tenant}
 }
 
 // forEach runs fn for 0..n-1 with at most Concurrency in flight.
@@ -554,7 +554,7 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 	start := client.StartWorkflowOptions{
 		ID:                    reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
 		TaskQueue:             reconcile.TaskQueue,
-		TypedSearchAttributes: reconcile.StartAttributes(d.Ref, d.Generation),
+		TypedSearchAttributes: reconcile.TenantStartAttributes(d.Ref, d.Generation, d.Tenant),
 	}
 	if _, err := r.cfg.Temporal.SignalWithStartWorkflow(ctx, start.ID, reconcile.SignalName, sig, start, reconcile.WorkflowName, in); err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", start.ID, err)

@@ -39,7 +39,7 @@ func outboxEntries(rows []outboxRow) []OutboxEntry {
 	out := make([]OutboxEntry, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, OutboxEntry{ID: r.ID, Kind: r.Kind, ResourceID: r.ResourceID, ParentID: r.ParentID,
-			Generation: r.Generation, Reason: r.Reason, CreatedTime: r.CreatedTime.UTC(), TraceParent: r.TraceParent})
+			Generation: r.Generation, Reason: r.Reason, CreatedTime: r.CreatedTime.UTC(), TraceParent: r.TraceParent, Tenant: r.Tenant})
 	}
 	return out
 }
@@ -97,7 +97,7 @@ func (s *gormStore) AckOutbox(ctx context.Context, ids ...int64) error {
 
 func (t *gormTx) AppendOutbox(ctx context.Context, e OutboxEntry) error {
 	row := outboxRow{Kind: e.Kind, ResourceID: e.ResourceID, ParentID: e.ParentID, Generation: e.Generation,
-		Reason: e.Reason, CreatedTime: utc(e.CreatedTime), TraceParent: e.TraceParent}
+		Reason: e.Reason, CreatedTime: utc(e.CreatedTime), TraceParent: e.TraceParent, Tenant: e.Tenant}
 	if err := t.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("append outbox for %s %s: %w", e.Kind, e.ResourceID, err)
 	}

@@ -20,9 +20,11 @@ import (
 // resourceColumns is what a hand-written resource read selects, in
 // scanResource's order.
 const resourceColumns = "id, kind, parent_id, name, generation, spec, labels, conditions, refs, " +
-	"created_time, updated_time, deleted_time, created_by, updated_by, deleted_by"
+	"created_time, updated_time, deleted_time, created_by, updated_by, deleted_by, tenant"
 
 const (
+	insertResourceSQL = "INSERT INTO resources (id, kind, parent_id, name, generation, spec, labels, conditions, condition_terms, refs, " +
+		"created_time, updated_time, deleted_time, created_by, updated_by, deleted_by, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	updateResourceSQL = "UPDATE resources SET generation = ?, spec = ?, labels = ?, conditions = ?, condition_terms = ?, refs = ?, " +
 		"updated_time = ?, updated_by = ?, deleted_time = ?, deleted_by = ? WHERE id = ?"
 	updateStateSQL = "UPDATE resources SET generation = ?, conditions = ?, condition_terms = ?, " +
@@ -42,7 +44,7 @@ type rowScanner interface {
 func scanResource(sc rowScanner, row *resourceRow, extra ...any) error {
 	dest := append([]any{&row.ID, &row.Kind, &row.ParentID, &row.Name, &row.Generation, &row.Spec, &row.Labels,
 		&row.Conditions, &row.Refs, &row.CreatedTime, &row.UpdatedTime, &row.DeletedTime,
-		&row.CreatedBy, &row.UpdatedBy, &row.DeletedBy}, extra...)
+		&row.CreatedBy, &row.UpdatedBy, &row.DeletedBy, &row.Tenant}, extra...)
 	return sc.Scan(dest...)
 }
 

@@ -162,6 +162,10 @@ func plainPageSQL(q ListQuery, order []search.OrderTerm) (string, []any, error) 
 		conds = append(conds, "resources.kind = ?")
 		args = append(args, q.Kind)
 	}
+	if q.Tenant != "" {
+		conds = append(conds, tenantFilter)
+		args = append(args, q.Tenant)
+	}
 	if q.After != nil {
 		w, err := search.After("resources", order, q.After)
 		if err != nil {
@@ -189,6 +193,8 @@ func (s *gormStore) countMatches(ctx context.Context, q ListQuery) (int64, error
 	switch {
 	case countsMatches(q):
 		err = listFilter(s.db.WithContext(ctx), q).Count(&total).Error
+	case q.Tenant != "":
+		total, err = s.tenantCount(ctx, q.Tenant, q.Kind)
 	case q.Kind != "":
 		err = s.queryRow(ctx, countKindSQL, func(sc rowScanner) error { return sc.Scan(&total) }, q.Kind)
 	default:
@@ -237,6 +243,9 @@ func listFilter(db *gorm.DB, q ListQuery) *gorm.DB {
 	if q.ParentID != "" {
 		db = db.Where("resources.parent_id = ?", q.ParentID)
 	}
+	if q.Tenant != "" {
+		db = db.Where(tenantFilter, q.Tenant)
+	}
 	if q.Where.SQL != "" {
 		db = db.Where(q.Where.SQL, q.Where.Args...)
 	}
@@ -262,13 +271,13 @@ func (s *gormStore) LiveResources(ctx context.Context, kind, afterID string, lim
 
 func (s *gormStore) LiveRefs(ctx context.Context, kind, afterID string, limit int) ([]LiveRef, error) {
 	var rows []resourceRow
-	err := s.db.WithContext(ctx).Select("id", "parent_id", "generation").Where("kind = ? AND id > ?", kind, afterID).Order("id").Limit(limit).Find(&rows).Error
+	err := s.db.WithContext(ctx).Select("id", "parent_id", "generation", "tenant").Where("kind = ? AND id > ?", kind, afterID).Order("id").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("page %s ids after %q: %w", kind, afterID, err)
 	}
 	out := make([]LiveRef, 0, len(rows))
 	for i := range rows {
-		ref := LiveRef{ID: rows[i].ID, Generation: rows[i].Generation}
+		ref := LiveRef{ID: rows[i].ID, Generation: rows[i].Generation, Tenant: rows[i].Tenant}
 		if rows[i].ParentID != nil {
 			ref.ParentID = *rows[i].ParentID
 		}
@@ -307,7 +316,11 @@ func (t *gormTx) CreateResource(ctx context.Context, r *resource.Resource) error
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", r.Kind, r.Name, err)
 	}
-	if err := t.db.WithContext(ctx).Create(&row).Error; err != nil {
+	// Written by hand: gorm does not write Tenant (see resourceRow).
+	_, err = t.exec(ctx, insertResourceSQL, row.ID, row.Kind, row.ParentID, row.Name, row.Generation, row.Spec, row.Labels,
+		row.Conditions, row.ConditionTerms, row.Refs, row.CreatedTime, row.UpdatedTime, row.DeletedTime,
+		row.CreatedBy, row.UpdatedBy, row.DeletedBy, row.Tenant)
+	if err != nil {
 		if isUniqueViolation(err) {
 			return ErrNameConflict
 		}

@@ -59,6 +59,10 @@ type resourceRow struct {
 	CreatedBy      string
 	UpdatedBy      string
 	DeletedBy      string
+	// Tenant is the resource's tenancy in canonical form ("" without
+	// tenancy; schema version 10). Read-only to gorm: CreateResource
+	// writes it, and nothing changes it afterwards.
+	Tenant string `gorm:"->"`
 }
 
 func (resourceRow) TableName() string { return "resources" }
@@ -86,6 +90,7 @@ type outboxRow struct {
 	Reason      string
 	CreatedTime time.Time
 	TraceParent string
+	Tenant      string
 }
 
 func (outboxRow) TableName() string { return "outbox" }
@@ -122,6 +127,7 @@ func toRow(r *resource.Resource) (resourceRow, error) {
 		Spec: jsonText(spec), Labels: labels, Conditions: conds, ConditionTerms: conditionTerms(r.Status.Conditions), Refs: refs,
 		CreatedTime: utc(r.CreatedTime), UpdatedTime: utc(r.UpdatedTime),
 		CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy, DeletedBy: r.DeletedBy,
+		Tenant: resource.TenancyKey(r.Tenancy),
 	}
 	if r.OwnerReferences != nil {
 		parent := r.OwnerReferences.ID
@@ -159,6 +165,7 @@ func fromRow(kinds *resource.Kinds, row *resourceRow) (resource.Resource, error)
 		Spec:        json.RawMessage(row.Spec),
 		CreatedTime: row.CreatedTime.UTC(), UpdatedTime: row.UpdatedTime.UTC(),
 		CreatedBy: row.CreatedBy, UpdatedBy: row.UpdatedBy, DeletedBy: row.DeletedBy,
+		Tenancy: resource.ParseTenancyKey(row.Tenant),
 	}
 	var err error
 	if r.Labels, err = decodeLabels(row.Labels); err != nil {

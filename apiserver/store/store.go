@@ -86,6 +86,8 @@ type LiveRef struct {
 	ID         string
 	ParentID   string
 	Generation int64
+	// Tenant is the resource's tenancy in canonical form ("" without).
+	Tenant string
 }
 
 // Tx is what a transaction may do. Every method that changes a resource
@@ -136,6 +138,9 @@ type ListQuery struct {
 	After  search.Cursor
 	Offset int
 	Limit  int
+	// Tenant, when set, lists only the resources of this tenancy (its
+	// canonical form): a tenant's list. "" lists every tenancy's.
+	Tenant string
 }
 
 // Page is one page of a list.
@@ -173,4 +178,7 @@ type OutboxEntry struct {
 	// ("" when it was not traced): the relay's hand-off continues that
 	// trace.
 	TraceParent string
+	// Tenant is the resource's tenancy in canonical form ("" without): the
+	// relay starts its workflow with it as a search attribute.
+	Tenant string
 }

@@ -21,15 +21,77 @@ import (
 // its SQL: the term index's rows carry one kind and the creation time, so
 // a list of one kind, not of a parent's children, in the default order
 // (either direction) qualifies.
+//
+// A tenant's list adds its tenancy's term (schema version 10): alone, it
+// is the plan of a list without a search, whose total is then the term's
+// kept count and whose page walks the tenancy's own index rows; beside a
+// search's terms it is one more probe, or the walked term when it is the
+// rarest. A search with no plan keeps its SQL form, which the tenancy's
+// index (resources_tenant_created) bounds.
 func termPlan(q ListQuery, order []search.OrderTerm) *search.TermPlan {
-	p := q.Where.Plan
-	if p == nil || len(p.Terms) == 0 || q.Kind == "" || q.ParentID != "" {
+	if q.Kind == "" || q.ParentID != "" {
 		return nil
 	}
 	if len(order) != 2 || order[0].Column != "created_time" || order[1].Column != "id" || order[0].Desc != order[1].Desc {
 		return nil
 	}
+	p := q.Where.Plan
+	if q.Tenant != "" {
+		switch {
+		case q.Where.SQL == "":
+			p = &search.TermPlan{Terms: []search.Where{tenantTerm(q.Tenant)}}
+		case p != nil:
+			p = &search.TermPlan{Terms: append(slices.Clone(p.Terms), tenantTerm(q.Tenant)), Residual: p.Residual}
+		}
+	}
+	if p == nil || len(p.Terms) == 0 {
+		return nil
+	}
 	return p
+}
+
+// tenantTerm is the term every resource of a tenancy holds: t:<canonical
+// tenancy>, written by a trigger when the resource is stored (schema
+// version 10). No label, spec or condition term starts with "t:".
+func tenantTerm(tenant string) search.Where {
+	return search.Where{SQL: "?", Args: []any{"t:" + tenant}}
+}
+
+// tenantFilter is the SQL form of a tenant's scope over resources. The
+// second comparison changes no result; it lets both databases use the
+// partial indexes that hold only tenants' rows (schema version 10).
+const tenantFilter = "resources.tenant = ? AND resources.tenant <> ''"
+
+// scopedWhere is a list's search with its tenant's scope, when it has one.
+func scopedWhere(q ListQuery) search.Where {
+	if q.Tenant == "" {
+		return q.Where
+	}
+	w := search.Where{SQL: tenantFilter, Args: []any{q.Tenant}, Plan: q.Where.Plan}
+	if q.Where.SQL != "" {
+		w.SQL += " AND (" + q.Where.SQL + ")"
+		w.Args = append(w.Args, q.Where.Args...)
+	}
+	return w
+}
+
+// tenantCount is how many resources of a kind ("" for every kind) a
+// tenancy holds: its term's kept count, read without counting rows.
+func (s *gormStore) tenantCount(ctx context.Context, tenant, kind string) (int64, error) {
+	term := "t:" + tenant
+	query, args := "SELECT COALESCE(SUM(n), 0) FROM term_stats WHERE term = ?", []any{term}
+	if s.backend == BackendPostgres {
+		query, args = "SELECT COALESCE((SELECT SUM(n) FROM term_counts WHERE term = ?), 0) + COALESCE((SELECT SUM(n) FROM term_deltas WHERE term = ?), 0)", []any{term, term}
+		if kind != "" {
+			query, args = "SELECT COALESCE((SELECT SUM(n) FROM term_counts WHERE term = ? AND kind = ?), 0) + COALESCE((SELECT SUM(n) FROM term_deltas WHERE term = ? AND kind = ?), 0)",
+				[]any{term, kind, term, kind}
+		}
+	} else if kind != "" {
+		query, args = query+" AND kind = ?", append(args, kind)
+	}
+	var n int64
+	err := s.queryRow(ctx, query, func(sc rowScanner) error { return sc.Scan(&n) }, args...)
+	return n, err
 }
 
 // termMatchSQL is the WHERE clause over "resource_terms AS d", d being
@@ -288,7 +350,7 @@ func (s *gormStore) scanOne(ctx context.Context, query string, args []any, ints 
 // the page by one walk of the index from the rarest term.
 func (s *gormStore) listByTerms(ctx context.Context, q ListQuery, order []search.OrderTerm, p *search.TermPlan) (Page, error) {
 	page := Page{Items: []resource.Resource{}}
-	total, walk, held, err := s.termCount(ctx, q.Kind, p, q.Where)
+	total, walk, held, err := s.termCount(ctx, q.Kind, p, scopedWhere(q))
 	if err != nil {
 		return Page{}, fmt.Errorf("count %s: %w", q.Kind, err)
 	}

@@ -47,6 +47,7 @@ type options struct {
 	scenarios   string
 	profile     string
 	idsFile     string
+	tenants     int
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "duration of each scenario")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent closed-loop workers")
 	flag.StringVar(&o.scenarios, "scenarios", "get-bare,get,list,search,put-status", "scenarios to run: "+strings.Join(scenarioNames, ","))
+	flag.IntVar(&o.tenants, "tenants", 0, "run the started server with a gateway-style tenancy file and spread the seeded clusters over this many tenants; requests are a tenant's, status reports a system caller's (0: tenancy off)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of the started server during each scenario to this directory (<scenario>.pprof)")
 	bareListen := flag.String("bare-serve", "", "internal: serve the bare handler on this address")
 	bareBody := flag.String("bare-body", "", "internal: file with the body the bare handler returns")
@@ -82,17 +84,20 @@ var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page
 
 func run(o options) error {
 	ctx := context.Background()
+	if o.tenants < 0 || o.tenants > 0 && o.clusters == 0 {
+		return fmt.Errorf("--tenants %d: give a positive number of tenants, with --clusters to seed (each cluster's tenant is known from its creation)", o.tenants)
+	}
 	var srv *server
 	if o.url == "" {
 		var err error
-		if srv, err = startServer(o.binary, o.db, o.profile != ""); err != nil {
+		if srv, err = startServer(o.binary, o.db, o.profile != "", o.tenants > 0); err != nil {
 			return err
 		}
 		defer srv.stop()
 		o.url = srv.url
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency * 2, MaxConnsPerHost: o.concurrency * 2}, Timeout: 30 * time.Second}
-	l := &loader{client: client, base: o.url + "/api/hyperfleet/v1"}
+	l := &loader{client: client, base: o.url + "/api/hyperfleet/v1", tenants: o.tenants}
 
 	start := time.Now()
 	ids, err := l.seed(ctx, o.clusters, o.nodepools)
@@ -109,7 +114,11 @@ func run(o options) error {
 		ids = strings.Fields(string(raw))
 	}
 	if o.clusters == 0 && o.idsFile == "" || strings.Contains(o.scenarios, "deep-page") {
-		walked, deep, err := l.walk(ctx)
+		walkCtx := ctx
+		if o.tenants > 0 {
+			walkCtx = asTenant(ctx, 0) // the deep pages' tokens are tenant 0's
+		}
+		walked, deep, err := l.walk(walkCtx)
 		if err != nil {
 			return err
 		}
@@ -141,6 +150,9 @@ func run(o options) error {
 		bareBase = u + "/api/hyperfleet/v1"
 	}
 	lastPage := (len(ids) + 19) / 20
+	if o.tenants > 0 {
+		lastPage = (len(ids)/o.tenants + 19) / 20 // one tenant's list
+	}
 	scenarios := map[string]func(r *rand.Rand) (string, string, []byte){
 		"get-bare": func(r *rand.Rand) (string, string, []byte) {
 			return "GET", bareBase + "/clusters/" + ids[r.IntN(len(ids))], nil
@@ -207,6 +219,9 @@ func run(o options) error {
 			ms(res.pct(50)), ms(res.pct(90)), ms(res.pct(99)))
 	}
 	fmt.Printf("\n%d workers, %s per scenario, %d clusters, GOMAXPROCS=%d\n", o.concurrency, o.duration, len(ids), runtime.GOMAXPROCS(0))
+	if o.tenants > 0 {
+		fmt.Printf("tenancy on: %d tenants of about %d clusters each; lists and searches are one tenant's\n", o.tenants, len(ids)/o.tenants)
+	}
 	if srv != nil {
 		fmt.Printf("hyperfleet serve (%s) RSS at the end: %s\n", o.db, srv.rss())
 	}
@@ -267,7 +282,7 @@ func (s *server) rss() string {
 
 // startServer runs the real binary against a throwaway PostgreSQL database
 // or a temporary SQLite file.
-func startServer(binary, db string, profile bool) (*server, error) {
+func startServer(binary, db string, profile, tenancy bool) (*server, error) {
 	var env []string
 	var drop func()
 	switch db {
@@ -287,6 +302,21 @@ func startServer(binary, db string, profile bool) (*server, error) {
 		drop = func() { os.RemoveAll(dir) }
 	default:
 		return nil, fmt.Errorf("--db %q: use postgres or sqlite", db)
+	}
+	if tenancy {
+		dir, err := os.MkdirTemp("", "hyperfleet-load-tenancy-")
+		if err != nil {
+			drop()
+			return nil, err
+		}
+		file, err := writeTenancyFile(dir)
+		if err != nil {
+			drop()
+			return nil, err
+		}
+		env = append(env, "HYPERFLEET_TENANCY_FILE="+file)
+		dropDB := drop
+		drop = func() { dropDB(); os.RemoveAll(dir) }
 	}
 	addr, err := freeAddr()
 	if err != nil {
@@ -408,6 +438,9 @@ func serveBare(addr, bodyFile string) error {
 type loader struct {
 	client *http.Client
 	base   string
+	// tenants > 0: the server has a tenancy file (see setCaller).
+	tenants int
+	owner   owners
 }
 
 func (l *loader) call(ctx context.Context, method, u string, body []byte) (int, []byte, error) {
@@ -418,6 +451,7 @@ func (l *loader) call(ctx context.Context, method, u string, body []byte) (int, 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	l.setCaller(ctx, req)
 	resp, err := l.client.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -457,7 +491,11 @@ func (l *loader) seed(ctx context.Context, n, nodepools int) ([]string, error) {
 					"kind": "Cluster", "name": fmt.Sprintf("load-%06d", i), "spec": map[string]any{"nodes": i % 7, "platform": map[string]string{"type": "gcp"}},
 					"labels": map[string]string{"shard": fmt.Sprint(i % 16), "environment": []string{"dev", "staging", "production"}[i%3]},
 				})
-				code, raw, err := l.call(ctx, "POST", l.base+"/clusters", body)
+				cctx := ctx
+				if l.tenants > 0 {
+					cctx = asTenant(ctx, i%l.tenants)
+				}
+				code, raw, err := l.call(cctx, "POST", l.base+"/clusters", body)
 				if err == nil && code != 201 {
 					err = fmt.Errorf("create: %d %s", code, raw)
 				}
@@ -465,6 +503,9 @@ func (l *loader) seed(ctx context.Context, n, nodepools int) ([]string, error) {
 					var r struct{ ID string }
 					err = json.Unmarshal(raw, &r)
 					ids[i] = r.ID
+					if l.tenants > 0 {
+						l.owner.set(r.ID, i%l.tenants)
+					}
 				}
 				if err == nil && (i/16)%2 == 0 {
 					for _, a := range []string{"validation", "landing-zone"} {

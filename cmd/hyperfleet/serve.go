@@ -11,6 +11,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/request"
 	"github.com/hyperfleet/hyperfleet/apiserver/stuck"
+	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
@@ -32,6 +33,8 @@ type apiFlags struct {
 	stuckAfter      time.Duration
 	pprofListen     string
 	jwt             auth.Config
+	jwtIssuersFile  string
+	tenancyFile     string
 	db              dbFlags
 	adapters        adapterFlags
 	kinds           kindsFlag
@@ -67,6 +70,9 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.jwt.Audience, "jwt-audience", "", "required token audience (aud)")
 	fs.StringVar(&a.jwt.IdentityClaim, "jwt-identity-claim", "email", "claim that names the caller (created_by/updated_by)")
 	fs.BoolVar(&a.jwt.ProtectService, "jwt-protect-service", false, "with --jwt-enabled, require a token on /metrics and /api/hyperfleet too")
+	fs.StringVar(&a.jwtIssuersFile, "jwt-issuers-file", "", "YAML file listing more trusted token issuers (issuers: [{issuer, jwks_url or jwks_file, audience, identity_claim, ca_file}])")
+	fs.StringVar(&a.jwt.CAFile, "jwt-ca-file", "", "PEM file of the CA that verifies JWKS URLs served over TLS (default: the system roots)")
+	fs.StringVar(&a.tenancyFile, "tenancy-file", "", "YAML tenancy file (system_header, system_identities, dimensions): scope every resource by tenant and give callers roles; off without it")
 	a.db.add(fs)
 	a.adapters.add(fs)
 	a.kinds.add(fs)
@@ -85,17 +91,35 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 	if err != nil {
 		return apiserver.Options{}, err
 	}
+	jwt := a.jwt
+	if a.jwtIssuersFile != "" {
+		if jwt.Issuers, err = auth.LoadIssuers(a.jwtIssuersFile); err != nil {
+			return apiserver.Options{}, err
+		}
+	}
+	var tc *tenancy.Config
+	if a.tenancyFile != "" {
+		if tc, err = tenancy.Load(a.tenancyFile, jwt.Enabled); err != nil {
+			return apiserver.Options{}, err
+		}
+		keys := make([]string, 0, len(tc.Dimensions))
+		for _, d := range tc.Dimensions {
+			keys = append(keys, d.Key+" ("+d.Source()+")")
+		}
+		log.Info().Str("file", a.tenancyFile).Strs("dimensions", keys).Str("system_header", tc.SystemHeader).
+			Int("system_identities", len(tc.SystemIdentities)).Msg("tenancy on: resources are scoped by tenant")
+	}
 	return apiserver.Options{
 		Server: apiserver.Config{
 			Listen: a.listen, BodyLimit: a.bodyLimit, SpecLimit: a.specLimit, StatusDataLimit: a.statusDataLimit, RequestTimeout: a.requestTimeout,
 			ReadHeaderTimeout: a.readHeader, ReadTimeout: a.readTimeout,
 			ShutdownGrace: a.shutdownGrace, ShutdownTimeout: a.shutdownTimeout,
-			Version: version.Version, BuildTime: version.BuildTime,
+			Version: version.Version, BuildTime: version.BuildTime, Tenancy: tc,
 		},
 		Store:       storeCfg,
 		Kinds:       kinds,
 		Registered:  registered,
-		Auth:        a.jwt,
+		Auth:        jwt,
 		SpecSchema:  a.specSchema,
 		SkipMigrate: a.skipMigrate, StuckAfter: a.stuckAfter,
 	}, nil

@@ -40,6 +40,7 @@ type workerFlags struct {
 	refDirs       []string
 	apiBaseURL    string
 	apiTokenFile  string
+	systemHeader  string
 	kubeconfig    string
 	maxActivities int
 	metricsListen string
@@ -121,7 +122,8 @@ order. --api-base-url overrides every adapter's clients.hyperfleet_api.base_url.
 	fs.StringArrayVar(&f.adapterDirs, "adapter-dir", nil, "directory holding adapter-config.yaml and adapter-task-config.yaml (repeatable)")
 	fs.StringArrayVar(&f.refDirs, "ref-dir", nil, "map a directory that manifest.ref paths name to a local one, MOUNT=DIR (repeatable)")
 	fs.StringVar(&f.apiBaseURL, "api-base-url", "", "HyperFleet API address for the reconciler (default http://localhost:8000) and, when set, for every adapter")
-	fs.StringVar(&f.apiTokenFile, "api-token-file", "", "bearer token file for the reconciler's reads when the API requires JWTs")
+	fs.StringVar(&f.apiTokenFile, "api-token-file", "", "bearer token file for the reconciler's and every adapter's API calls when the API requires JWTs (with tenancy: a system identity's token); re-read on every call, so it may be rotated in place")
+	fs.StringVar(&f.systemHeader, "api-system-header", "", "send this header with value true on every API call of the reconciler and the adapters: the system_header of the API's tenancy file, for deployments where a gateway would otherwise set it")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster Kubernetes adapters apply to (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.IntVar(&f.maxActivities, "max-concurrent-activities", 0, "concurrent activities per task queue (0: Temporal's default)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "serve /metrics and /healthz here (empty disables)")
@@ -149,8 +151,15 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 	// Changes to the objects the adapters apply wake the owning workflows;
 	// the waker gets its Temporal client once connected.
 	waker := wake.New(f.wakeInterval, registry, log.With().Str("component", "wake").Logger())
+	var headers [][2]string
+	if f.systemHeader != "" {
+		if !validHeaderName(f.systemHeader) {
+			return fmt.Errorf("--api-system-header %q is not a header name: use letters, digits and '-', e.g. X-HyperFleet-System", f.systemHeader)
+		}
+		headers = [][2]string{{f.systemHeader, "true"}}
+	}
 	deps := worker.AdapterDeps{
-		APIBaseURL: f.apiBaseURL, Metrics: adaptermetrics.New(registry), Logger: log,
+		APIBaseURL: f.apiBaseURL, APITokenFile: f.apiTokenFile, APIHeaders: headers, Metrics: adaptermetrics.New(registry), Logger: log,
 		// Read once, and only if an adapter applies Kubernetes resources.
 		Kube:    sync.OnceValues(func() (*rest.Config, error) { return kubetransport.RESTConfig(f.kubeconfig, 0, 0) }),
 		Changes: waker.Notify, WatchContext: ctx, Maestro: maestro,
@@ -165,7 +174,7 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 		if base == "" {
 			base = "http://localhost:8000"
 		}
-		if api, err = apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: base, TokenPath: f.apiTokenFile,
+		if api, err = apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: base, TokenPath: f.apiTokenFile, Headers: headers,
 			RetryAttempts: 1, Timeout: 10 * time.Second}); err != nil {
 			return fmt.Errorf("--api-base-url: %w", err)
 		}
@@ -239,6 +248,21 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 	}
 	log.Info().Msg("worker stopping: finishing running activities")
 	return nil
+}
+
+// validHeaderName reports an RFC 9110 token, what a header name may be.
+func validHeaderName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // adapterFiles pairs --config with --task-config and expands --adapter-dir.

@@ -87,8 +87,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	registerMetrics := false
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var waker *wake.Waker
+	headers, err := systemHeaders(cfg)
+	if err != nil {
+		cancel()
+		ln.Close()
+		return nil, err
+	}
 	if !cfg.NoWorkers {
 		deps.APIBaseURL, deps.Logger = url, cfg.Logger
+		deps.APIHeaders = append(deps.APIHeaders, headers...)
 		if deps.Metrics == nil {
 			deps.Metrics, registerMetrics = adaptermetrics.New(nil), true
 		}
@@ -108,6 +115,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		cancel()
 		ln.Close()
 		return nil, err
+	}
+	if cfg.API.Server.Tenancy != nil {
+		// Workflows of tenants' resources start with HyperFleetTenant,
+		// which the reconciler registers when it starts; the relay may
+		// start one before it does. Not fatal: the API's credentials may
+		// not allow it, and the relay retries until it is registered.
+		sctx, stop := context.WithTimeout(ctx, 10*time.Second)
+		if err := worker.EnsureSearchAttributes(sctx, cfg.Temporal, cfg.Namespace); err != nil {
+			cfg.Logger.Warn().Err(err).Msg("search attributes not registered: hand-offs of tenants' resources wait until the reconciler (or an operator) registers HyperFleetTenant")
+		}
+		stop()
 	}
 	if registerMetrics {
 		deps.Metrics.Register(app.Metrics.Registry)
@@ -142,7 +160,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 // startWorkers starts the in-process reconciler and adapter workers.
 func (s *Stack) startWorkers(engines []*executor.Engine) error {
 	s.warnUnhosted(engines)
-	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.URL, RetryAttempts: 1, Timeout: 10 * time.Second})
+	headers, err := systemHeaders(s.cfg)
+	if err != nil {
+		return err
+	}
+	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: s.URL, Headers: headers, RetryAttempts: 1, Timeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -201,6 +223,21 @@ func (s *Stack) goRun(fn func() error) {
 			s.cfg.Logger.Error().Err(err).Msg("stack component stopped")
 		}
 	}()
+}
+
+// systemHeaders are what the in-process reconciler and adapters send to
+// be system callers of an API with tenancy: its system header. An API
+// whose tenancy knows system callers only by their tokens cannot be
+// called by in-process workers, which hold none.
+func systemHeaders(cfg Config) ([][2]string, error) {
+	t := cfg.API.Server.Tenancy
+	switch {
+	case t == nil || cfg.NoWorkers:
+		return nil, nil
+	case t.SystemHeader == "":
+		return nil, errors.New("stack: the tenancy file names system callers by token only (system_identities), which in-process workers cannot present; set system_header, or run the workers as separate processes with --api-token-file")
+	}
+	return [][2]string{{t.SystemHeader, "true"}}, nil
 }
 
 // loopback names a listener's address the way a local client reaches it.

@@ -1,0 +1,254 @@
+// Package tenancy scopes the API by tenant. A tenancy file names the
+// dimensions of a tenancy (an organisation, a project...), where each is
+// read from (a header a trusted gateway sets, or a claim of the caller's
+// JWT) and who the system callers are (the reconciler and the adapters:
+// a header the gateway sets, or identities the JWTs name). Every request
+// resolves to a Caller: a system caller sees every tenant, any other sees
+// only the resources created under its own tenancy.
+package tenancy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/auth"
+)
+
+// Config is a tenancy file, in upstream HyperFleet's field names.
+type Config struct {
+	// SystemHeader names a header a trusted gateway sets on every request:
+	// "true" marks a system caller. Empty: no header makes one.
+	SystemHeader string `yaml:"system_header"`
+	// SystemIdentities are caller identities (the JWT identity claim)
+	// treated as system callers.
+	SystemIdentities []string `yaml:"system_identities"`
+	// Dimensions make up a tenancy; at least one is required.
+	Dimensions []Dimension `yaml:"dimensions"`
+}
+
+// Dimension is one part of a tenancy, read from exactly one source.
+type Dimension struct {
+	// Key names the dimension in a resource's tenancy ("org").
+	Key string `yaml:"key"`
+	// Header is a header a trusted gateway sets (X-Tenant-Org).
+	Header string `yaml:"header"`
+	// Claim is a claim of the caller's JWT (org_id), for deployments
+	// without a gateway.
+	Claim string `yaml:"claim"`
+	// Required: a caller without it is refused; an optional dimension a
+	// caller does not send is absent from its tenancy.
+	Required bool `yaml:"required"`
+}
+
+// Source says where a dimension is read from, for messages: header
+// X-Tenant-Org, claim org_id.
+func (d Dimension) Source() string {
+	if d.Header != "" {
+		return "header " + d.Header
+	}
+	return "claim " + d.Claim
+}
+
+// MaxFileSize bounds a tenancy file: a handful of dimensions and
+// identities, never megabytes.
+const MaxFileSize = 1 << 20
+
+// Load reads, decodes strictly and validates a tenancy file. jwtEnabled
+// says whether the API checks tokens: claims and system identities need
+// them.
+func Load(path string, jwtEnabled bool) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tenancy file: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("tenancy file %s: %w", path, err)
+	}
+	if len(raw) > MaxFileSize {
+		return nil, fmt.Errorf("tenancy file %s is larger than %d bytes: it holds dimensions and identities, nothing else", path, MaxFileSize)
+	}
+	return Parse(path, raw, jwtEnabled)
+}
+
+// Parse is Load on the file's content; name is used in errors.
+func Parse(name string, raw []byte, jwtEnabled bool) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("tenancy file %s is empty: list the tenancy's dimensions under dimensions: (docs/operator-guide.md, \"Tenants and roles\")", name)
+		}
+		return nil, fmt.Errorf("tenancy file %s: %w (the fields are system_header, system_identities and dimensions, each dimension with key, header or claim, and required)", name, err)
+	}
+	if err := c.Validate(jwtEnabled); err != nil {
+		return nil, fmt.Errorf("tenancy file %s: %w", name, err)
+	}
+	return &c, nil
+}
+
+// Problem is one mistake in a tenancy file: the field, what is wrong and
+// how to fix it.
+type Problem struct {
+	Field, Message, Fix string
+}
+
+func (p Problem) String() string { return p.Field + ": " + p.Message + "; " + p.Fix }
+
+// ConfigError lists every mistake of a tenancy file at once.
+type ConfigError struct{ Problems []Problem }
+
+func (e *ConfigError) Error() string {
+	lines := make([]string, 0, len(e.Problems))
+	for _, p := range e.Problems {
+		lines = append(lines, p.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+var (
+	// keyPattern: a key is written into the canonical tenancy
+	// (key=value,...) and returned as a JSON field name.
+	keyPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	// headerPattern is RFC 9110's token, what a field name may hold.
+	headerPattern = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
+)
+
+// reservedHeaders carry the caller's identity, the request's framing or
+// its tracing: a gateway or client sets them for other reasons, so none
+// of them may name a tenant or a system caller.
+var reservedHeaders = []string{
+	"Authorization", "Proxy-Authorization", "Cookie", "Host", "Content-Type", "Content-Length",
+	"Transfer-Encoding", "Connection", "X-Request-Id", "Traceparent", "Tracestate", "Forwarded",
+	"X-Forwarded-For", "X-Forwarded-User", "X-Remote-User",
+}
+
+// Validate checks the file as upstream does, and more: at least one
+// required dimension; keys, header and claim names well formed and
+// unique; no header that carries identity; claims and system identities
+// only with tokens; some way to be a system caller.
+func (c *Config) Validate(jwtEnabled bool) error {
+	var ps []Problem
+	add := func(field, msg, fix string) { ps = append(ps, Problem{field, msg, fix}) }
+	headers := map[string]string{} // canonical name -> field that uses it
+	checkHeader := func(field, name string) {
+		canon := http.CanonicalHeaderKey(name)
+		switch {
+		case !headerPattern.MatchString(name):
+			add(field, fmt.Sprintf("%q is not a valid header name", clip(name)), "use letters, digits and '-', e.g. X-Tenant-Org")
+		case isReserved(canon):
+			add(field, fmt.Sprintf("%s carries the caller's identity or the request itself", canon), "name a header of its own that the gateway sets, e.g. X-Tenant-Org")
+		case headers[canon] != "":
+			add(field, fmt.Sprintf("header %s is already used by %s", canon, headers[canon]), "give every dimension and the system header a header of its own")
+		default:
+			headers[canon] = field
+		}
+	}
+	if c.SystemHeader != "" {
+		checkHeader("system_header", c.SystemHeader)
+	}
+	if len(c.Dimensions) == 0 {
+		add("dimensions", "no dimension is listed", "list at least one, e.g. {key: org, header: X-Tenant-Org, required: true}")
+	}
+	keys := map[string]bool{}
+	required := false
+	for i, d := range c.Dimensions {
+		field := fmt.Sprintf("dimensions[%d]", i)
+		switch {
+		case d.Key == "":
+			add(field+".key", "the key is missing", "name the dimension, e.g. key: org")
+		case !keyPattern.MatchString(d.Key):
+			add(field+".key", fmt.Sprintf("%q is not a valid key", clip(d.Key)), "start with a lowercase letter, then up to 62 lowercase letters, digits, '_' or '-'")
+		case keys[d.Key]:
+			add(field+".key", fmt.Sprintf("key %s is listed twice", d.Key), "give every dimension its own key")
+		default:
+			keys[d.Key] = true
+		}
+		required = required || d.Required
+		switch {
+		case d.Header != "" && d.Claim != "":
+			add(field, "both header and claim are set", "set exactly one: header for a gateway, claim for a JWT")
+		case d.Header == "" && d.Claim == "":
+			add(field, "neither header nor claim is set", "set header (a header the gateway sets) or claim (a claim of the caller's JWT)")
+		case d.Header != "":
+			checkHeader(field+".header", d.Header)
+		case !validClaimName(d.Claim):
+			add(field+".claim", fmt.Sprintf("%q is not a valid claim name", clip(d.Claim)), "use 1 to 256 printable characters without spaces, e.g. org_id")
+		case !jwtEnabled:
+			add(field+".claim", fmt.Sprintf("claim %s needs tokens, and --jwt-enabled (HYPERFLEET_JWT_ENABLED) is off", d.Claim), "turn JWT authentication on, or read the dimension from a gateway header instead")
+		}
+	}
+	if len(c.Dimensions) > 0 && !required {
+		add("dimensions", "no dimension is required, so a caller could resolve no tenancy at all", "mark at least one dimension required: true")
+	}
+	ids := map[string]bool{}
+	for i, id := range c.SystemIdentities {
+		field := fmt.Sprintf("system_identities[%d]", i)
+		switch {
+		case !auth.ValidIdentity(id):
+			add(field, fmt.Sprintf("%q is not an identity a token can carry", clip(id)), "use the exact value of the JWT identity claim (1 to 256 printable characters)")
+		case strings.EqualFold(id, auth.SystemIdentity):
+			add(field, auth.SystemIdentity+" is the identity of every caller with authentication off", "name the identity of the reconciler's or the adapters' token")
+		case ids[id]:
+			add(field, fmt.Sprintf("%s is listed twice", id), "list each identity once")
+		default:
+			ids[id] = true
+		}
+	}
+	if len(c.SystemIdentities) > 0 && !jwtEnabled {
+		add("system_identities", "system identities come from tokens, and --jwt-enabled (HYPERFLEET_JWT_ENABLED) is off", "turn JWT authentication on, or mark system callers with system_header set by the gateway")
+	}
+	if c.SystemHeader == "" && len(c.SystemIdentities) == 0 {
+		add("system_header", "no caller can be a system caller, so the reconciler and the adapters could not report status",
+			"set system_header (a header the gateway sets to true) or system_identities (the identities of their tokens)")
+	}
+	if len(ps) > 0 {
+		return &ConfigError{Problems: ps}
+	}
+	return nil
+}
+
+func isReserved(canon string) bool {
+	for _, r := range reservedHeaders {
+		if http.CanonicalHeaderKey(r) == canon {
+			return true
+		}
+	}
+	return false
+}
+
+func validClaimName(s string) bool {
+	if s == "" || len(s) > 256 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens a value echoed in a message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	n := 64
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}

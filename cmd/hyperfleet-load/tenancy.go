@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// With --tenants the started server runs with a gateway-style tenancy
+// file, and the driver plays the gateway: each request carries the
+// headers of the caller it stands for.
+const (
+	tenantHeader = "X-Tenant-Org"
+	systemHeader = "X-HyperFleet-System"
+	tenancyFile  = "system_header: " + systemHeader + "\ndimensions:\n  - {header: " + tenantHeader + ", key: org, required: true}\n"
+)
+
+// writeTenancyFile writes the tenancy file into dir.
+func writeTenancyFile(dir string) (string, error) {
+	f := filepath.Join(dir, "tenancy.yaml")
+	if err := os.WriteFile(f, []byte(tenancyFile), 0o600); err != nil {
+		return "", fmt.Errorf("write the tenancy file: %w", err)
+	}
+	return f, nil
+}
+
+func tenantName(i int) string { return fmt.Sprintf("t%d", i) }
+
+type tenantKey struct{}
+
+// asTenant makes the requests made with ctx those of tenant i.
+func asTenant(ctx context.Context, i int) context.Context { return context.WithValue(ctx, tenantKey{}, i) }
+
+// owners remembers which tenant created each cluster.
+type owners struct {
+	mu sync.RWMutex
+	of map[string]int
+}
+
+func (o *owners) set(id string, tenant int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.of == nil {
+		o.of = map[string]int{}
+	}
+	o.of[id] = tenant
+}
+
+func (o *owners) get(id string) (int, bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	t, ok := o.of[id]
+	return t, ok
+}
+
+// setCaller sets the headers of the caller a request stands for, as a
+// gateway would: status reports are the adapters' (system callers); a
+// request about one cluster is its tenant's; a continuation token's page
+// is tenant 0's, whose list the tokens were read from; any other list is
+// a random tenant's; a request made under asTenant is that tenant's.
+func (l *loader) setCaller(ctx context.Context, req *http.Request) {
+	if l.tenants == 0 {
+		return
+	}
+	path := strings.TrimPrefix(req.URL.Path, "/api/hyperfleet/v1")
+	switch {
+	case strings.HasSuffix(path, "/statuses") && req.Method != http.MethodGet:
+		req.Header.Set(systemHeader, "true")
+		return
+	case ctx.Value(tenantKey{}) != nil:
+		req.Header.Set(tenantHeader, tenantName(ctx.Value(tenantKey{}).(int)))
+		return
+	}
+	if rest, ok := strings.CutPrefix(path, "/clusters/"); ok {
+		id, _, _ := strings.Cut(rest, "/")
+		if t, ok := l.owner.get(id); ok {
+			req.Header.Set(tenantHeader, tenantName(t))
+			return
+		}
+	}
+	if req.URL.Query().Has("pageToken") {
+		req.Header.Set(tenantHeader, tenantName(0))
+		return
+	}
+	req.Header.Set(tenantHeader, tenantName(rand.IntN(l.tenants)))
+}
