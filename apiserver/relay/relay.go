@@ -551,6 +551,7 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 	opts := r.cfg.Options
 	sig := reconcile.Signal{Generation: d.Generation, Reason: d.Reason, Adapters: adapters, Options: &opts}
 	in := reconcile.NewInput(d.Ref, d.Generation, adapters, opts)
+	in.Tenant = d.Tenant
 	start := client.StartWorkflowOptions{
 		ID:                    reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
 		TaskQueue:             reconcile.TaskQueue,

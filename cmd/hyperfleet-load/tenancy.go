@@ -34,7 +34,9 @@ func tenantName(i int) string { return fmt.Sprintf("t%d", i) }
 type tenantKey struct{}
 
 // asTenant makes the requests made with ctx those of tenant i.
-func asTenant(ctx context.Context, i int) context.Context { return context.WithValue(ctx, tenantKey{}, i) }
+func asTenant(ctx context.Context, i int) context.Context {
+	return context.WithValue(ctx, tenantKey{}, i)
+}
 
 // owners remembers which tenant created each cluster.
 type owners struct {

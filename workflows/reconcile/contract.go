@@ -196,6 +196,11 @@ type Input struct {
 	Protocol int `json:"protocol,omitempty"`
 	// Carry is the state handed over by continue-as-new.
 	Carry *Carry `json:"carry,omitempty"`
+	// Tenant is the resource's tenancy in the API's canonical form
+	// (org=acme,project=web) when the API runs with a tenancy file; ""
+	// without. The workflow logs it, shows it in its state query and
+	// hands it to the next run; HyperFleetTenant holds the same value.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Signal tells a running workflow that its resource changed. The relay
@@ -373,6 +378,8 @@ type View struct {
 	Reason     string                 `json:"reason,omitempty"`
 	NextRound  time.Time              `json:"next_round,omitempty"`
 	Adapters   map[string]AdapterView `json:"adapters"`
+	// Tenant is the resource's tenancy ("" without tenancy).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Workflow phases reported by the query.

@@ -31,6 +31,7 @@ func Workflow(ctx workflow.Context, in Input) error {
 // time comes from workflow.Now, adapters are iterated in sorted order.
 type reconciler struct {
 	ref      Ref
+	tenant   string // the resource's tenancy, canonical form ("" without)
 	opts     Options
 	adapters []string
 	signals  workflow.ReceiveChannel
@@ -113,14 +114,23 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 		}
 	}
 	r.attrs = startAttributes(ctx, r.ref)
+	// The tenancy comes with the input; HyperFleetTenant, which the
+	// relay sets with it, stands in for an input without one.
+	r.tenant = in.Tenant
+	if r.tenant == "" {
+		r.tenant, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(AttrTenant)
+	}
 	r.signals = workflow.GetSignalChannel(ctx, SignalName)
 	r.log = log.With(workflow.GetLogger(ctx), "kind", r.ref.Kind, "resource_id", r.ref.ID)
+	if r.tenant != "" {
+		r.log = log.With(r.log, "tenant", r.tenant)
+	}
 	return workflow.SetQueryHandler(ctx, QueryName, r.view)
 }
 
 func (r *reconciler) view() (View, error) {
 	out := View{Ref: r.ref, Generation: r.latest, Target: r.target, Round: r.round, Phase: r.phase,
-		Reconciled: r.reconciled, Reason: r.reason, NextRound: r.nextRound, Adapters: map[string]AdapterView{}}
+		Reconciled: r.reconciled, Reason: r.reason, NextRound: r.nextRound, Adapters: map[string]AdapterView{}, Tenant: r.tenant}
 	for k, v := range r.outcomes {
 		out.Adapters[k] = v
 	}
@@ -237,7 +247,7 @@ func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	}
 	r.log.Info("continuing as new", "generation", r.latest, "round", r.round)
 	next := NewInput(r.ref, r.latest, r.adapters, r.opts)
-	next.Carry = carry
+	next.Carry, next.Tenant = carry, r.tenant
 	return workflow.NewContinueAsNewErrorWithOptions(ctx,
 		workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
 		WorkflowName, next)
