@@ -310,7 +310,7 @@ func TestTenancySearchAndPages(t *testing.T) {
 			"&search=" + urlQuery("name like 'mine-%' or name like 'theirs-%'"),
 			"&orderBy=name",
 			"&orderBy=name&order=desc",
-			"&order=created_time asc",
+			"&orderBy=created_time&order=asc",
 		} {
 			var seen []string
 			var total int64 = -1

@@ -45,7 +45,7 @@ func TestWorkflowKnowsItsTenancy(t *testing.T) {
 		h.states = []ResourceState{pendingAt(1), pendingAt(1)}
 		var during View
 		h.env.RegisterDelayedCallback(func() { during = h.view() }, 500*time.Millisecond)
-		h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Options: Options{RoundsPerRun: 1}, Tenant: "org=acme"})
+		h.exec(Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}, Options: Options{RoundsPerRun: 2}, Tenant: "org=acme"})
 		if during.Tenant != "org=acme" {
 			t.Errorf("view's tenant = %q, want org=acme", during.Tenant)
 		}
