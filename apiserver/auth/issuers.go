@@ -37,12 +37,12 @@ func LoadIssuers(path string) ([]Issuer, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("JWT issuers file %s is empty: list the trusted issuers under issuers:", path)
+			return nil, fmt.Errorf("JWT issuers file %s is empty: list the trusted issuers under \"issuers\"", path)
 		}
 		return nil, fmt.Errorf("JWT issuers file %s: %w (each issuer takes issuer, jwks_url or jwks_file, audience, identity_claim and ca_file)", path, err)
 	}
 	if len(doc.Issuers) == 0 {
-		return nil, fmt.Errorf("JWT issuers file %s lists no issuer under issuers:", path)
+		return nil, fmt.Errorf("JWT issuers file %s lists no issuer: list the trusted issuers under \"issuers\"", path)
 	}
 	return doc.Issuers, nil
 }
