@@ -336,6 +336,76 @@ func TestRunCreateSkipUpdateDelete(t *testing.T) {
 	}
 }
 
+// A discovery that finds nothing right after an apply looks for something
+// other than what was applied: the resources phase fails there, naming the
+// resource and the discovery, as upstream's adapter does (its e2e adapter
+// cl-m-wrong-ds), instead of reporting a healthy run about nothing.
+func TestDiscoveryThatFindsNothingFailsTheResourcesPhase(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to string
+		ops            string // operations recorded
+		step           string
+		want           []string // in the error message
+	}{
+		{"by name", `by_name: "{{ .clusterId }}"`, `by_name: "{{ .clusterId }}-wrong"`, "cm=CREATE ns=CREATE", "ns",
+			[]string{`resource ns: Namespace "c1" was created, but discovery.by_name "c1-wrong" found no Namespace of that name`}},
+		{"by selectors", "hyperfleet.io/cluster-id: \"{{ .clusterId }}\"\n    lifecycle", "hyperfleet.io/cluster-id: other\n    lifecycle", "cm=CREATE", "cm",
+			[]string{`resource cm: ConfigMap "c1-config" was created, but discovery.by_selectors (label_selector hyperfleet.io/cluster-id=other) found no ConfigMap in namespace "c1"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := strings.Replace(statusTask, tc.from, tc.to, 1)
+			if task == statusTask {
+				t.Fatalf("the test's edit of the task config did not apply")
+			}
+			h := newHarness(t, task)
+			h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+			st, _, err := h.run(t, event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ops []string
+			for _, s := range st.Trace.Resources.Steps {
+				ops = append(ops, s.Name+"="+s.Operation)
+			}
+			if strings.Join(ops, " ") != tc.ops {
+				t.Errorf("operations = %v, want %s (the phase stops at the failed resource)", ops, tc.ops)
+			}
+			e := st.Meta.ExecutionError
+			if st.Meta.ExecutionStatus != StatusFailed || e == nil || e.Phase != PhaseResources || e.Step != tc.step || st.Trace.Resources.Outcome != OutcomeFailed {
+				t.Fatalf("meta = %+v, error %+v, resources outcome %s", st.Meta, e, st.Trace.Resources.Outcome)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(e.Message, w) {
+					t.Errorf("message %q lacks %q", e.Message, w)
+				}
+			}
+			// The failure is reported: Health=False with the phase and the message.
+			p := h.api.lastPut(t)
+			if cond(t, p, "Health") != "False" {
+				t.Errorf("Health = %s, want False", cond(t, p, "Health"))
+			}
+			for _, c := range p["conditions"].([]any) {
+				if m := c.(map[string]any); m["type"] == "Health" && (m["reason"] != "resources" || !strings.Contains(m["message"].(string), tc.want[0])) {
+					t.Errorf("Health = %v", m)
+				}
+			}
+		})
+	}
+	// Without a discovery block (and so without lifecycle.delete, which
+	// needs one) the applied object is what the run sees; nothing changes
+	// there.
+	noDiscovery := strings.Replace(statusTask, "    discovery:\n      by_name: \"{{ .clusterId }}\"\n"+
+		"    lifecycle:\n      delete:\n        when:\n          expression: is_deleting && !resources.?cm.hasValue()\n", "", 1)
+	if noDiscovery == statusTask {
+		t.Fatal("the test's edit of the task config did not apply")
+	}
+	h := newHarness(t, noDiscovery)
+	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	if st, _, err := h.run(t, event); err != nil || st.Meta.ExecutionStatus != StatusSuccess {
+		t.Errorf("without discovery: %v, %+v", err, st.Meta)
+	}
+}
+
 func TestParamsSourcesAndTypes(t *testing.T) {
 	tok := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tok, []byte("  s3cret \n"), 0o600)

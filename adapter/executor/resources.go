@@ -166,9 +166,55 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 	if err != nil {
 		return fail(step.Operation, fmt.Errorf("discovery: %w", err))
 	}
+	if found == nil {
+		// The object was just applied, so a discovery that does not find
+		// it looks for something else (a wrong name or selector): every
+		// later step and the status would describe an object that is not
+		// the adapter's. Upstream fails the resources phase here too.
+		return fail(step.Operation, e.notDiscovered(r, manifest, target, step.Operation, data))
+	}
 	e.setDiscovered(st, r, found)
-	step.Discovered = found != nil
+	step.Discovered = true
 	return step, false
+}
+
+// notDiscovered says what the resource's discovery looked for after an
+// apply and did not find, next to what was applied.
+func (e *Engine) notDiscovered(r *taskconfig.Resource, manifest transport.Object, target, op string, data map[string]any) error {
+	ref := transport.RefOf(manifest)
+	applied := map[string]string{OpCreate: "created", OpUpdate: "updated", OpSkip: "already up to date", OpRecreate: "recreated"}[op]
+	d := r.Discovery
+	if d == nil || d.ByName == "" && d.BySelectors == nil {
+		return fmt.Errorf("resource %s: %s %q was %s, but reading it back found nothing", r.Name, ref.Kind, ref.Name, applied)
+	}
+	where := ""
+	ns, _ := e.render(d.Namespace, data)
+	switch {
+	case ns == "*":
+		where = " in any namespace"
+	case ns != "":
+		where = fmt.Sprintf(" in namespace %q", ns)
+	case d.ByName != "" && ref.Namespace != "":
+		where = fmt.Sprintf(" in namespace %q", ref.Namespace)
+	}
+	if target != "" {
+		where += fmt.Sprintf(" on %q", target)
+	}
+	var looked string
+	if d.ByName != "" {
+		name, _ := e.render(d.ByName, data)
+		looked = fmt.Sprintf("discovery.by_name %q found no %s of that name%s", name, ref.Kind, where)
+	} else {
+		labels := make([]string, 0, len(d.BySelectors.LabelSelector))
+		for k, v := range d.BySelectors.LabelSelector {
+			rv, _ := e.render(v, data)
+			labels = append(labels, k+"="+rv)
+		}
+		sort.Strings(labels)
+		looked = fmt.Sprintf("discovery.by_selectors (label_selector %s) found no %s%s", strings.Join(labels, ","), ref.Kind, where)
+	}
+	return fmt.Errorf("resource %s: %s %q was %s, but %s; make the discovery match the applied object's name or labels",
+		r.Name, ref.Kind, ref.Name, applied, looked)
 }
 
 // stamp labels the manifest with this adapter and the resource it acts

@@ -172,18 +172,32 @@ func TestCompatMaestroFailures(t *testing.T) {
 	}
 
 	// Discovery looks for a ManifestWork name that is never created, and
-	// nested discovery for manifests that are not in the work: the work
-	// is applied, but nothing is discovered, so it is never Available.
-	for _, name := range []string{"cl-m-wrong-ds", "cl-m-wrong-nest"} {
-		eng := w.adapter(e2eAdapters + "/" + name)
-		if res := w.run(eng, c); ops(res) != "resource0=CREATE" {
-			t.Errorf("%s: %s\n%s", name, ops(res), trace(res))
+	// nested discovery for manifests that are not in the work: both works
+	// are applied. A discovery that finds nothing after the apply fails the
+	// resources phase, as upstream reports it: Health=False with reason
+	// ExecutionFailed:resources and a message naming the resource and the
+	// discovery (upstream's "discovery after apply failed").
+	wrongDS := w.adapter(e2eAdapters + "/cl-m-wrong-ds")
+	for _, want := range []string{"resource0=CREATE", "resource0=SKIP"} {
+		res := w.run(wrongDS, c)
+		p, conds := reported(t, res, "statusPayload")
+		health := conditionOf(p, "Health")
+		msg, _ := health["message"].(string)
+		if ops(res) != want || conds != "Applied=False Available=False Health=False" || health["reason"] != "ExecutionFailed:resources" ||
+			!strings.HasPrefix(msg, "Adapter failed at phase [resources] step [resource0]: ") ||
+			!strings.Contains(msg, `ManifestWork "`+c.ID+`-cl-m-wrong-ds" was`) ||
+			!strings.Contains(msg, `discovery.by_name "`+c.ID+`-cl-m-wrong-ds-wrong" found no ManifestWork of that name on "cluster1"`) {
+			t.Errorf("cl-m-wrong-ds: %s %s, Health %v\n%s", ops(res), conds, health, trace(res))
+		}
+		if m := res.State.Meta; m.ExecutionStatus != "failed" || m.ExecutionError == nil || m.ExecutionError.Phase != "resources" || m.ExecutionError.Step != "resource0" {
+			t.Errorf("cl-m-wrong-ds execution: %+v", m)
 		}
 	}
-	// The wrongly named discovery never sees the work: not Applied.
-	res = w.run(w.adapter(e2eAdapters+"/cl-m-wrong-ds"), c)
-	if _, conds := reported(t, res, "statusPayload"); ops(res) != "resource0=SKIP" || conds != "Applied=False Available=False Health=True" {
-		t.Errorf("cl-m-wrong-ds: %s %s\n%s", ops(res), conds, trace(res))
+	if got := condition(w.mustGet(c), "ClMWrongDsSuccessful"); !strings.HasPrefix(got, "False/") {
+		t.Errorf("ClMWrongDsSuccessful = %s", got)
+	}
+	if res := w.run(w.adapter(e2eAdapters+"/cl-m-wrong-nest"), c); ops(res) != "resource0=CREATE" {
+		t.Errorf("cl-m-wrong-nest: %s\n%s", ops(res), trace(res))
 	}
 	// The work is found and applied, its manifests are not.
 	_, p = w.runUntil(w.adapter(e2eAdapters+"/cl-m-wrong-nest"), c, "statusPayload", 60*time.Second, func(_ map[string]any, conds string) bool {

@@ -190,7 +190,9 @@ func mixedTransportsAdapter(t *testing.T) string {
 //     API's 36-character ids its namespace name is also too long, which
 //     Maestro reports first): Health=False naming the consumer.
 //   - cl-m-wrong-ds discovers a ManifestWork name it never creates: the
-//     work is created, never discovered, so Applied=False.
+//     work is created, never discovered, so the resources phase fails
+//     (Health=False, ExecutionFailed:resources, naming the discovery) and
+//     Applied=False.
 //   - cl-m-wrong-nest's nested discoveries name manifests the work does
 //     not hold: Applied=True, Available=False (NamespaceNotDiscovered).
 //   - cl-m-bad-api cannot reach the API (its worker is pointed at a closed
@@ -229,7 +231,8 @@ func TestMaestroFailingAdaptersThroughTemporal(t *testing.T) {
 		all := s.statuses(c)
 		unreg, wrongDS, wrongNest := conditions(all["cl-m-unreg-consumer"]), conditions(all["cl-m-wrong-ds"]), conditions(all["cl-m-wrong-nest"])
 		ok := unreg["Health"].Status == hf.StatusFalse && strings.Contains(unreg["Health"].Message, `on consumer "unregistered-consumer"`) &&
-			wrongDS["Applied"].Status == hf.StatusFalse && wrongDS["Health"].Status == hf.StatusTrue &&
+			wrongDS["Applied"].Status == hf.StatusFalse && wrongDS["Health"].Status == hf.StatusFalse &&
+			wrongDS["Health"].Reason == "ExecutionFailed:resources" && strings.Contains(wrongDS["Health"].Message, "found no ManifestWork of that name") &&
 			wrongNest["Applied"].Status == hf.StatusTrue && wrongNest["Available"].Status == hf.StatusFalse &&
 			wrongNest["Available"].Reason == "NamespaceNotDiscovered"
 		return ok, fmt.Sprintf("cl-m-unreg-consumer %+v\ncl-m-wrong-ds %+v\ncl-m-wrong-nest %+v", unreg, wrongDS, wrongNest)
