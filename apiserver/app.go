@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/conditionrules"
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
@@ -33,7 +33,10 @@ type Options struct {
 	// Registered maps a kind to its adapters; an entry overrides the kind's
 	// required_adapters (the HYPERFLEET_<KIND>_ADAPTERS variables).
 	Registered map[string][]string
-	Auth       auth.Config
+	// Optional maps a kind to its optional adapters; an entry overrides
+	// the kind's optional_adapters (HYPERFLEET_<KIND>_OPTIONAL_ADAPTERS).
+	Optional map[string][]string
+	Auth     auth.Config
 	// SpecSchema is the path of an OpenAPI document with the kinds' spec
 	// schemas (ClusterSpec, NodePoolSpec, ...); empty disables spec
 	// validation.
@@ -52,10 +55,13 @@ type App struct {
 	Store   store.Store
 	Service *lifecycle.Service
 	Metrics *metrics.Metrics
-	// Kinds and Registered are what the API runs with: the relay and
-	// workers must use the same.
+	// Kinds, Registered and Optional are what the API runs with: the
+	// relay and workers must use the same. Registered holds each kind's
+	// required adapters, Optional the adapters that run without deciding
+	// readiness.
 	Kinds      *resource.Kinds
 	Registered map[string][]string
+	Optional   map[string][]string
 
 	stopCompaction func()
 }
@@ -66,16 +72,12 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 	if opts.Kinds == nil {
 		opts.Kinds = resource.Defaults()
 	}
-	registered, err := Registration(opts.Kinds, opts.Registered)
+	adapters, err := Registration(opts.Kinds, opts.Registered, opts.Optional)
 	if err != nil {
 		return nil, err
 	}
-	for _, kind := range opts.Kinds.Names() {
-		if len(registered[kind]) == 0 {
-			opts.Logger.Warn().Str("kind", kind).Msgf("%s is empty: %s resources will never become Ready", aggregation.RegistrationVariable(kind), kind)
-		}
-	}
-	opts.Registered = registered
+	adapters.log(opts.Logger)
+	opts.Registered, opts.Optional = adapters.Required, adapters.Optional
 	// Condition rules compile once, here: a bad expression stops start-up
 	// rather than the first status report.
 	rules, err := conditionrules.Compile("", opts.Kinds)
@@ -124,7 +126,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		// Only the first requests' latency depends on it.
 		opts.Logger.Warn().Err(err).Msg("database connections not opened ahead of requests")
 	}
-	svc := lifecycle.New(lifecycle.Config{Store: st, Registered: opts.Registered, SpecValidator: specs, Kinds: opts.Kinds, Rules: rules, Logger: opts.Logger})
+	svc := lifecycle.New(lifecycle.Config{Store: st, Registered: opts.Registered, Optional: opts.Optional, SpecValidator: specs, Kinds: opts.Kinds, Rules: rules, Logger: opts.Logger})
 	if _, err := svc.SyncRegistration(ctx); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("apply registered adapters: %w", err)
@@ -143,7 +145,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		defer close(done)
 		compactTermCounts(compactCtx, st, termCompactionInterval, m, opts.Logger)
 	}()
-	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered,
+	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered, Optional: opts.Optional,
 		stopCompaction: func() { stop(); <-done }}, nil
 }
 
@@ -183,30 +185,90 @@ func compactTermCounts(ctx context.Context, st store.Store, every time.Duration,
 	}
 }
 
+// Adapters are the adapter lists of every kind, as Registration decided
+// them, and where each list came from (for the start-up log).
+type Adapters struct {
+	// Required are the adapters whose reports decide Ready, Reconciled and
+	// removal; Optional run and report without deciding anything.
+	Required map[string][]string
+	Optional map[string][]string
+	// requiredFrom and optionalFrom name each list's source.
+	requiredFrom map[string]string
+	optionalFrom map[string]string
+}
+
 // Registration decides each kind's adapters: the override when there is
-// one, else the kind's required_adapters. A kind with neither stops
-// start-up, as an unset HYPERFLEET_CLUSTER_ADAPTERS always has: readiness
-// without a decision about adapters would be a guess.
-func Registration(kinds *resource.Kinds, overrides map[string][]string) (map[string][]string, error) {
-	for kind := range overrides {
-		if _, ok := kinds.Get(kind); !ok {
-			return nil, fmt.Errorf("adapters are registered for kind %s, which is not in the kinds table (%s); add the kind or drop the setting",
-				kind, strings.Join(kinds.Names(), ", "))
+// one (HYPERFLEET_<KIND>_ADAPTERS, HYPERFLEET_<KIND>_OPTIONAL_ADAPTERS),
+// else the kind's required_adapters and optional_adapters. A kind of a
+// kinds file that says nothing about required adapters has none, as in
+// upstream HyperFleet, whose entities block declares kinds such as Channel
+// that way. A built-in kind (no kinds file) without a list stops start-up,
+// as an unset HYPERFLEET_CLUSTER_ADAPTERS always has: there no one has
+// decided anything about adapters yet, and readiness would be a guess.
+func Registration(kinds *resource.Kinds, required, optional map[string][]string) (Adapters, error) {
+	for _, overrides := range []map[string][]string{required, optional} {
+		for kind := range overrides {
+			if _, ok := kinds.Get(kind); !ok {
+				return Adapters{}, fmt.Errorf("adapters are registered for kind %s, which is not in the kinds table (%s); add the kind or drop the setting",
+					kind, strings.Join(kinds.Names(), ", "))
+			}
 		}
 	}
-	out := map[string][]string{}
+	out := Adapters{Required: map[string][]string{}, Optional: map[string][]string{},
+		requiredFrom: map[string]string{}, optionalFrom: map[string]string{}}
+	file := kinds.File()
 	for _, k := range kinds.All() {
-		names, ok := overrides[k.Kind]
+		names, ok := required[k.Kind]
+		from := resource.RegistrationVariable(k.Kind)
 		if !ok {
 			names, ok = k.RequiredAdapters, k.RequiredAdapters != nil
+			from = "required_adapters in " + file
+		}
+		if !ok && file == "" {
+			return Adapters{}, fmt.Errorf("%s is not set: name the adapters whose reports decide %s readiness, e.g. %s='[\"validation\",\"landing-zone\"]' (an empty list [] is allowed; resources of that kind then never become Ready), or set required_adapters in a kinds file (--kinds)",
+				resource.RegistrationVariable(k.Kind), k.Kind, resource.RegistrationVariable(k.Kind))
 		}
 		if !ok {
-			return nil, fmt.Errorf("%s is not set: name the adapters whose reports decide %s readiness, e.g. %s='[\"validation\",\"landing-zone\"]' (an empty list [] is allowed; resources of that kind then never become Ready), or set required_adapters in the kinds file",
-				aggregation.RegistrationVariable(k.Kind), k.Kind, aggregation.RegistrationVariable(k.Kind))
+			from = "no required_adapters in " + file + " and no " + resource.RegistrationVariable(k.Kind)
 		}
-		out[k.Kind] = append([]string{}, names...)
+		out.Required[k.Kind], out.requiredFrom[k.Kind] = append([]string{}, names...), from
+
+		opt, ok := optional[k.Kind]
+		from = resource.OptionalVariable(k.Kind)
+		if !ok {
+			opt, from = k.OptionalAdapters, "optional_adapters in "+file
+		}
+		for _, a := range opt {
+			if slices.Contains(out.Required[k.Kind], a) {
+				return Adapters{}, fmt.Errorf("adapter %q of kind %s is both required (%s) and optional (%s): keep it in the required list if readiness waits for it, else only in the optional one",
+					a, k.Kind, out.requiredFrom[k.Kind], from)
+			}
+		}
+		if len(opt) > 0 {
+			out.Optional[k.Kind], out.optionalFrom[k.Kind] = append([]string{}, opt...), from
+		}
 	}
 	return out, nil
+}
+
+// log says, per kind, what its adapter lists mean for its resources.
+func (a Adapters) log(log zerolog.Logger) {
+	kinds := make([]string, 0, len(a.Required))
+	for k := range a.Required {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		if len(a.Required[k]) == 0 {
+			log.Warn().Str("kind", k).Str("source", a.requiredFrom[k]).Strs("optional_adapters", a.Optional[k]).
+				Msgf("%s has no required adapters: its resources are stored and served but never become Ready or Reconciled, and a DELETE removes them at once (nothing to finalize); to change that, set %s or required_adapters",
+					k, resource.RegistrationVariable(k))
+		}
+		if len(a.Optional[k]) > 0 {
+			log.Info().Str("kind", k).Str("source", a.optionalFrom[k]).Strs("optional_adapters", a.Optional[k]).
+				Msgf("%s has optional adapters: they run every round and report, but never decide Ready, Reconciled or removal", k)
+		}
+	}
 }
 
 // Close releases the store.

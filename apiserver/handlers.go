@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -377,17 +378,16 @@ func (s *Server) reportStatus(ref refFunc) func(c *gin.Context) error {
 	}
 }
 
-// countReport labels reports of unregistered adapters as such, so adapter
-// names sent by clients cannot grow the metric without bound.
+// countReport labels reports of adapters the operator did not name
+// (required or optional) as unregistered, so adapter names sent by
+// clients cannot grow the metric without bound.
 func (s *Server) countReport(kind, adapter, outcome string) {
 	if s.metrics == nil {
 		return
 	}
 	label := "unregistered"
-	for _, a := range s.svc.Registered(kind) {
-		if a == adapter {
-			label = adapter
-		}
+	if slices.Contains(s.svc.Registered(kind), adapter) || slices.Contains(s.svc.Optional(kind), adapter) {
+		label = adapter
 	}
 	s.metrics.StatusReport(kind, label, outcome)
 }

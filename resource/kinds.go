@@ -36,15 +36,23 @@ type Kind struct {
 	// OnParentDelete is cascade or restrict; empty on a kind without parent.
 	OnParentDelete string `json:"on_parent_delete,omitempty"`
 	// RequiredAdapters are the adapters whose reports decide Reconciled;
-	// nil means the file does not say, and the HYPERFLEET_<KIND>_ADAPTERS
-	// variable must.
-	RequiredAdapters  []string        `json:"required_adapters"`
+	// nil means the table does not say: the HYPERFLEET_<KIND>_ADAPTERS
+	// variable decides, and without it a kind of a kinds file has none
+	// (upstream's rule) while a built-in kind stops start-up.
+	RequiredAdapters []string `json:"required_adapters"`
+	// OptionalAdapters run every round as the required ones do and report,
+	// but never decide Ready, Reconciled or removal: a new adapter rolled
+	// out before it is required, or one that only informs.
+	OptionalAdapters  []string        `json:"optional_adapters,omitempty"`
 	NameMinLen        int             `json:"name_min_len"`
 	NameMaxLen        int             `json:"name_max_len"`
 	SpecSchemaName    string          `json:"spec_schema_name,omitempty"`
 	RequireSpecSchema bool            `json:"require_spec_schema,omitempty"`
 	References        []Reference     `json:"references,omitempty"`
 	Conditions        []ConditionRule `json:"conditions,omitempty"`
+	// SearchDisallowedFields are search fields (spec, labels.owner, ...)
+	// refused in the kind's searches, each with everything under it.
+	SearchDisallowedFields []string `json:"search_disallowed_fields,omitempty"`
 	// Line is where the kind starts in its file (0 for the defaults), so
 	// errors found after loading can still point at it.
 	Line int `json:"-"`
@@ -114,6 +122,8 @@ func (e *KindError) Error() string {
 
 // Kinds is a validated kinds table.
 type Kinds struct {
+	// file is the kinds file the table came from; "" for built-in tables.
+	file string
 	// ordered lists parents before their children, in file order otherwise.
 	ordered  []Kind
 	byKind   map[string]int
@@ -140,10 +150,12 @@ func NewKinds(file string, kinds []Kind) (*Kinds, error) {
 	if len(kinds) == 0 {
 		return nil, fail(0, "declare at least one kind under entities:", "no kinds are declared")
 	}
-	t := &Kinds{byKind: map[string]int{}, byPlural: map[string]int{}}
+	t := &Kinds{file: file, byKind: map[string]int{}, byPlural: map[string]int{}}
 	list := make([]Kind, len(kinds))
 	for i, k := range kinds {
 		k.RequiredAdapters = slices.Clone(k.RequiredAdapters)
+		k.OptionalAdapters = slices.Clone(k.OptionalAdapters)
+		k.SearchDisallowedFields = slices.Clone(k.SearchDisallowedFields)
 		k.References = slices.Clone(k.References)
 		k.Conditions = slices.Clone(k.Conditions)
 		if !kindPattern.MatchString(k.Kind) {
@@ -189,12 +201,14 @@ func NewKinds(file string, kinds []Kind) (*Kinds, error) {
 		if k.SpecSchemaName == "" {
 			k.SpecSchemaName = k.Kind + "Spec"
 		}
-		seen := map[string]bool{}
-		for _, a := range k.RequiredAdapters {
-			if strings.TrimSpace(a) == "" || seen[a] {
-				return nil, fail(k.Line, "list each adapter name once", "required_adapters of kind %s has an empty or repeated name %q", k.Kind, a)
+		if err := checkAdapterLists(k); err != nil {
+			return nil, fail(k.Line, err.fix, "%s", err.msg)
+		}
+		for _, f := range k.SearchDisallowedFields {
+			if !searchableRoot(f) {
+				return nil, fail(k.Line, "name a search field or the start of one: "+strings.Join(searchRoots, ", ")+" (e.g. spec, labels.owner)",
+					"search_disallowed_fields of kind %s names %q, which is not a search field", k.Kind, f)
 			}
-			seen[a] = true
 		}
 		types := map[string]bool{}
 		for _, c := range k.Conditions {
@@ -256,6 +270,56 @@ func NewKinds(file string, kinds []Kind) (*Kinds, error) {
 	return t, nil
 }
 
+// listError is a problem in a kind's adapter lists.
+type listError struct{ msg, fix string }
+
+// checkAdapterLists refuses empty or repeated names, and an adapter both
+// required and optional: readiness either waits for it or it does not.
+func checkAdapterLists(k Kind) *listError {
+	seen := map[string]bool{}
+	for _, a := range k.RequiredAdapters {
+		if strings.TrimSpace(a) == "" || seen[a] {
+			return &listError{fmt.Sprintf("required_adapters of kind %s has an empty or repeated name %q", k.Kind, a), "list each adapter name once"}
+		}
+		seen[a] = true
+	}
+	optional := map[string]bool{}
+	for _, a := range k.OptionalAdapters {
+		if strings.TrimSpace(a) == "" || optional[a] {
+			return &listError{fmt.Sprintf("optional_adapters of kind %s has an empty or repeated name %q", k.Kind, a), "list each adapter name once"}
+		}
+		if seen[a] {
+			return &listError{fmt.Sprintf("adapter %q of kind %s is in both required_adapters and optional_adapters", a, k.Kind),
+				"keep it in required_adapters if readiness waits for it, else in optional_adapters"}
+		}
+		optional[a] = true
+	}
+	return nil
+}
+
+// searchRoots are the first segments of the fields a search names
+// (apiserver/search resolves them).
+var searchRoots = []string{"id", "name", "kind", "generation", "created_time", "updated_time", "deleted_time",
+	"created_by", "updated_by", "labels", "spec", "status", "owner_references"}
+
+func searchableRoot(field string) bool {
+	root, _, _ := strings.Cut(field, ".")
+	root, _, _ = strings.Cut(root, "[")
+	return slices.Contains(searchRoots, root) && !strings.HasSuffix(field, ".")
+}
+
+// SearchDisallowed reports whether a search field is refused for a kind:
+// it is one of the kind's search_disallowed_fields or lies under one
+// (spec.a.b under spec, labels['x'] under labels).
+func (k Kind) SearchDisallowed(field string) bool {
+	for _, d := range k.SearchDisallowedFields {
+		if field == d || strings.HasPrefix(field, d+".") || strings.HasPrefix(field, d+"[") {
+			return true
+		}
+	}
+	return false
+}
+
 func lineOr(line, fallback int) int {
 	if line > 0 {
 		return line
@@ -286,6 +350,10 @@ func orderParentsFirst(list []Kind) []Kind {
 	}
 	return out
 }
+
+// File names the kinds file the table came from; "" for a built-in table
+// (the default kinds).
+func (t *Kinds) File() string { return t.file }
 
 // All lists the kinds, every parent before its children.
 func (t *Kinds) All() []Kind { return slices.Clone(t.ordered) }
@@ -360,6 +428,13 @@ func (t *Kinds) Owner(kind, parentID string) *OwnerReference {
 // HYPERFLEET_NODEPOOL_ADAPTERS, HYPERFLEET_WIFCONFIG_ADAPTERS.
 func RegistrationVariable(kind string) string {
 	return "HYPERFLEET_" + strings.ToUpper(kind) + "_ADAPTERS"
+}
+
+// OptionalVariable names the environment variable that sets (or
+// overrides) the optional adapters of a kind:
+// HYPERFLEET_CLUSTER_OPTIONAL_ADAPTERS, HYPERFLEET_WIFCONFIG_OPTIONAL_ADAPTERS.
+func OptionalVariable(kind string) string {
+	return "HYPERFLEET_" + strings.ToUpper(kind) + "_OPTIONAL_ADAPTERS"
 }
 
 // IsDefault reports whether a kind is placed exactly as in DefaultKinds

@@ -88,6 +88,10 @@ func TestNewKindsRefusesBadTables(t *testing.T) {
 		{"name limits", []Kind{{Kind: "Pool", Plural: "pools", NameMinLen: 10, NameMaxLen: 5, Line: 8}}, "out of range", 8},
 		{"name too long", []Kind{{Kind: "Pool", Plural: "pools", NameMaxLen: 64, Line: 8}}, "out of range", 8},
 		{"repeated adapter", []Kind{{Kind: "Pool", Plural: "pools", RequiredAdapters: []string{"a", "a"}, Line: 8}}, "repeated", 8},
+		{"repeated optional adapter", []Kind{{Kind: "Pool", Plural: "pools", OptionalAdapters: []string{"a", "a"}, Line: 8}}, "optional_adapters of kind Pool has an empty or repeated name", 8},
+		{"empty optional adapter", []Kind{{Kind: "Pool", Plural: "pools", OptionalAdapters: []string{" "}, Line: 8}}, "empty or repeated", 8},
+		{"required and optional", []Kind{{Kind: "Pool", Plural: "pools", RequiredAdapters: []string{"a"}, OptionalAdapters: []string{"a"}, Line: 8}}, `adapter "a" of kind Pool is in both required_adapters and optional_adapters`, 8},
+		{"unknown search field", []Kind{{Kind: "Pool", Plural: "pools", SearchDisallowedFields: []string{"specs"}, Line: 8}}, `search_disallowed_fields of kind Pool names "specs"`, 8},
 		{"unknown reference", []Kind{cluster, {Kind: "Pool", Plural: "pools", References: []Reference{{RefType: "wif", TargetKind: "WifConfig", Line: 14}}, Line: 8}}, `targets kind "WifConfig", which is not declared`, 14},
 		{"reference without type", []Kind{cluster, {Kind: "Pool", Plural: "pools", References: []Reference{{TargetKind: "Cluster"}}, Line: 8}}, "no ref_type", 8},
 		{"reference min over max", []Kind{cluster, {Kind: "Pool", Plural: "pools", References: []Reference{{RefType: "c", TargetKind: "Cluster", Min: 3, Max: 1, Line: 9}}, Line: 8}}, "min 3 and max 1", 9},
@@ -107,5 +111,36 @@ func TestNewKindsRefusesBadTables(t *testing.T) {
 				t.Fatalf("error %q does not start with the file and line", err)
 			}
 		})
+	}
+}
+
+func TestOptionalAdaptersAndTheTableSource(t *testing.T) {
+	k, err := NewKinds("kinds.yaml", []Kind{{Kind: "WifConfig", Plural: "wifconfigs", OptionalAdapters: []string{"audit"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := k.Get("WifConfig"); len(w.OptionalAdapters) != 1 || w.OptionalAdapters[0] != "audit" || w.RequiredAdapters != nil {
+		t.Fatalf("WifConfig %+v", w)
+	}
+	if k.File() != "kinds.yaml" || Defaults().File() != "" {
+		t.Fatalf("File() = %q and %q", k.File(), Defaults().File())
+	}
+	if OptionalVariable("WifConfig") != "HYPERFLEET_WIFCONFIG_OPTIONAL_ADAPTERS" || OptionalVariable(KindCluster) != "HYPERFLEET_CLUSTER_OPTIONAL_ADAPTERS" {
+		t.Fatal("optional variables changed")
+	}
+}
+
+func TestSearchDisallowed(t *testing.T) {
+	k := Kind{SearchDisallowedFields: []string{"spec", "labels.owner", "created_by"}}
+	for field, want := range map[string]bool{
+		"spec.a.b": true, "spec[0]": true, "spec": true, "labels.owner": true, "labels.owner.x": true,
+		"created_by": true, "labels.team": false, "name": false, "specx": false, "status.conditions.Ready": false,
+	} {
+		if got := k.SearchDisallowed(field); got != want {
+			t.Errorf("SearchDisallowed(%q) = %v, want %v", field, got, want)
+		}
+	}
+	if (Kind{}).SearchDisallowed("spec.a") {
+		t.Error("a kind without search_disallowed_fields refuses a field")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,9 @@ type Config struct {
 	Store store.Store
 	// Registered maps a kind to the adapters whose reports decide readiness.
 	Registered map[string][]string
+	// Optional maps a kind to adapters that report without deciding
+	// anything: their reports are stored and listed like any other.
+	Optional map[string][]string
 	// SpecValidator is optional.
 	SpecValidator SpecValidator
 	// Kinds are the resource kinds served; the default kinds when nil.
@@ -58,6 +62,7 @@ type Config struct {
 type Service struct {
 	store      store.Store
 	registered map[string][]string
+	optional   map[string][]string
 	specs      SpecValidator
 	kinds      *resource.Kinds
 	rules      *conditionrules.Set
@@ -76,7 +81,7 @@ func New(cfg Config) *Service {
 	if kinds == nil {
 		kinds = resource.Defaults()
 	}
-	return &Service{store: cfg.Store, registered: cfg.Registered, specs: cfg.SpecValidator, kinds: kinds, rules: cfg.Rules, log: cfg.Logger, now: now}
+	return &Service{store: cfg.Store, registered: cfg.Registered, optional: cfg.Optional, specs: cfg.SpecValidator, kinds: kinds, rules: cfg.Rules, log: cfg.Logger, now: now}
 }
 
 // Kinds returns the kinds table the service runs.
@@ -135,6 +140,15 @@ func (w *outboxWatch) AppendOutbox(ctx context.Context, e store.OutboxEntry) err
 
 // Registered returns the adapters registered for a kind.
 func (s *Service) Registered(kind string) []string { return s.registered[kind] }
+
+// Optional returns the optional adapters of a kind.
+func (s *Service) Optional(kind string) []string { return s.optional[kind] }
+
+// isDeclared reports whether the operator named the adapter for the kind,
+// as required or optional: such an adapter is always let in.
+func (s *Service) isDeclared(kind, adapter string) bool {
+	return s.isRegistered(kind, adapter) || slices.Contains(s.optional[kind], adapter)
+}
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
@@ -211,7 +225,9 @@ func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 				return store.Page{}, err
 			}
 		}
-		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: true}
+		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: true, Disallowed: k.SearchDisallowed}
+	} else {
+		opts.Disallowed = s.disallowedAnywhere
 	}
 	where, err := search.Translate(p.Search, s.store.Dialect(), opts)
 	if err != nil {
@@ -232,6 +248,17 @@ func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 		return store.Page{}, problem.Internal(err)
 	}
 	return page, nil
+}
+
+// disallowedAnywhere refuses, in a search across kinds, a field some kind
+// keeps from search: the rows of that kind would answer it too.
+func (s *Service) disallowedAnywhere(field string) bool {
+	for _, k := range s.kinds.All() {
+		if k.SearchDisallowed(field) {
+			return true
+		}
+	}
+	return false
 }
 
 // Create validates and stores a new resource at generation 1.
@@ -729,10 +756,10 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 				existing = &statuses[i]
 			}
 		}
-		if existing == nil && len(statuses) >= MaxAdaptersPerResource && !s.isRegistered(r.Kind, report.Adapter) {
+		if existing == nil && len(statuses) >= MaxAdaptersPerResource && !s.isDeclared(r.Kind, report.Adapter) {
 			return problem.Validation(problem.FieldError{Field: "adapter", Value: report.Adapter,
 				Constraint: fmt.Sprintf("maxAdapters=%d", MaxAdaptersPerResource),
-				Message:    fmt.Sprintf("%s %s already holds statuses of %d adapters, the limit; only registered adapters may add more", r.Kind, r.ID, len(statuses))})
+				Message:    fmt.Sprintf("%s %s already holds statuses of %d adapters, the limit; only registered and optional adapters may add more", r.Kind, r.ID, len(statuses))})
 		}
 		outcome, why := statusreport.Decide(report, r.Generation, existing)
 		if outcome == statusreport.Discard {

@@ -42,8 +42,10 @@ import (
 type Config struct {
 	Store    store.Store
 	Temporal client.Client
-	// Registered maps a kind to the adapters its workflows run.
+	// Registered maps a kind to the adapters its workflows run and wait
+	// for; Optional to the adapters they run without waiting for them.
 	Registered map[string][]string
+	Optional   map[string][]string
 	// Kinds places each kind under its parent; the default kinds when nil.
 	Kinds *resource.Kinds
 	// Options tune the workflows it starts (and are re-sent with every
@@ -321,14 +323,23 @@ func (r *Relay) fingerprint() (string, error) {
 	// new workflow release changes nothing a running workflow must be told
 	// (worker versioning moves it), so releasing one sends no signal to
 	// the fleet.
+	// Optional joins the digest only when some kind has optional
+	// adapters, so a deployment without any keeps its stored fingerprint
+	// and an upgrade signals no one.
 	doc := struct {
 		Protocol   int
 		Kinds      []string
 		Registered map[string][]string
+		Optional   map[string][]string `json:",omitempty"`
 		Options    reconcile.Options
-	}{2, kinds, map[string][]string{}, r.cfg.Options}
+	}{2, kinds, map[string][]string{}, map[string][]string{}, r.cfg.Options}
 	for _, k := range kinds {
 		doc.Registered[k] = sortedCopy(r.cfg.Registered[k])
+	}
+	for k, names := range r.cfg.Optional {
+		if len(names) > 0 {
+			doc.Optional[k] = sortedCopy(names)
+		}
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
@@ -338,12 +349,15 @@ func (r *Relay) fingerprint() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// reconciledKinds are the kinds that have adapters, in a stable order.
+// reconciledKinds are the kinds that have adapters, required or
+// optional, in a stable order.
 func (r *Relay) reconciledKinds() []string {
 	var kinds []string
-	for k, adapters := range r.cfg.Registered {
-		if len(adapters) > 0 {
-			kinds = append(kinds, k)
+	for _, set := range []map[string][]string{r.cfg.Registered, r.cfg.Optional} {
+		for k, adapters := range set {
+			if len(adapters) > 0 && !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
 		}
 	}
 	slices.Sort(kinds)
@@ -543,15 +557,26 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 		log.Debug().Msg("removal handed to the workflow")
 		return nil
 	}
-	adapters := r.cfg.Registered[d.Ref.Kind]
-	if len(adapters) == 0 {
+	adapters, optional := r.cfg.Registered[d.Ref.Kind], r.cfg.Optional[d.Ref.Kind]
+	if len(adapters) == 0 && len(optional) == 0 {
 		log.Debug().Msg("no adapters registered for this kind: nothing to reconcile")
 		return nil
 	}
+	// Both lists go out non-null: a signal's null list means "unchanged",
+	// and an emptied list must reach running workflows too.
+	if adapters == nil {
+		adapters = []string{}
+	}
+	if optional == nil {
+		optional = []string{}
+	}
 	opts := r.cfg.Options
-	sig := reconcile.Signal{Generation: d.Generation, Reason: d.Reason, Adapters: adapters, Options: &opts}
+	sig := reconcile.Signal{Generation: d.Generation, Reason: d.Reason, Adapters: adapters, Optional: optional, Options: &opts}
 	in := reconcile.NewInput(d.Ref, d.Generation, adapters, opts)
 	in.Tenant = d.Tenant
+	if len(optional) > 0 {
+		in.Optional = optional
+	}
 	start := client.StartWorkflowOptions{
 		ID:                    reconcile.WorkflowID(d.Ref.Kind, d.Ref.ID),
 		TaskQueue:             reconcile.TaskQueue,

@@ -61,6 +61,9 @@ type Options struct {
 	// conjunction of such equalities its TermPlan (Where.Plan), on both
 	// backends.
 	Indexed bool
+	// Disallowed, when set, refuses the fields it reports true for (a
+	// kind's search_disallowed_fields).
+	Disallowed func(field string) bool
 }
 
 // Where is a translated clause: SQL with `?` placeholders and their values.
@@ -330,6 +333,14 @@ var (
 )
 
 func (t *translator) resolve(name string) (field, error) {
+	f, err := t.resolveField(name)
+	if err == nil && t.opts.Disallowed != nil && (t.opts.Disallowed(name) || f.kind == labelField && t.opts.Disallowed("labels."+f.key)) {
+		return field{}, errorf("%s is not searchable here: the kind's search_disallowed_fields keep it out of searches", name)
+	}
+	return f, err
+}
+
+func (t *translator) resolveField(name string) (field, error) {
 	if s, ok := scalarFields[name]; ok {
 		return field{name: name, kind: s.kind, column: t.opts.Table + "." + s.column}, nil
 	}

@@ -1,11 +1,14 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 var opts = Options{Table: "resources"}
@@ -99,6 +102,25 @@ func TestTranslateOwnerReferences(t *testing.T) {
 	w, err := Translate("owner_references.id = 'x'", Postgres, Options{Table: "resources", OwnerReferences: true})
 	if err != nil || w.SQL != "resources.parent_id = ?" {
 		t.Errorf("node pool owner search = %q, %v", w.SQL, err)
+	}
+}
+
+// A kind's search_disallowed_fields keep those fields, and everything
+// under them, out of its searches; other fields stay searchable.
+func TestTranslateDisallowedFields(t *testing.T) {
+	o := opts
+	o.Disallowed = resource.Kind{SearchDisallowedFields: []string{"spec", "labels.owner"}}.SearchDisallowed
+	for _, q := range []string{"spec.tier = 'gold'", "name = 'a' and spec.a.b > 1", "labels.owner = 'me'", "labels['owner'] = 'me'"} {
+		_, err := Translate(q, SQLite, o)
+		var se *Error
+		if !errors.As(err, &se) || !strings.Contains(se.Message, "not searchable here") || !strings.Contains(se.Message, "search_disallowed_fields") {
+			t.Errorf("Translate(%q) = %v, want a refusal naming search_disallowed_fields", q, err)
+		}
+	}
+	for _, q := range []string{"name = 'a'", "labels.team = 'x'", "status.conditions.Ready = 'True'"} {
+		if _, err := Translate(q, SQLite, o); err != nil {
+			t.Errorf("Translate(%q) = %v", q, err)
+		}
 	}
 }
 

@@ -59,6 +59,10 @@ type devFlags struct {
 	// when set (flag given).
 	clusterAdapters  []string
 	nodePoolAdapters []string
+	// clusterOptional and nodePoolOptional are run as optional adapters
+	// (in addition to a kinds file's optional_adapters).
+	clusterOptional  []string
+	nodePoolOptional []string
 	maestro          maestroFlags
 	maestroSet       maestrotransport.Overrides
 	tracing          tracingFlags
@@ -99,6 +103,8 @@ validation-job, nodepool-config).`,
 	fs.StringSliceVar(&f.clusterAdapters, "cluster-adapters", nil, "adapters to run and register for clusters, by directory name (default: validation, plus landing-zone and validation-job with a cluster)")
 	f.kinds.add(fs)
 	fs.StringSliceVar(&f.nodePoolAdapters, "nodepool-adapters", nil, "adapters to run and register for node pools (default: nodepool-validation, plus nodepool-config with a cluster)")
+	fs.StringSliceVar(&f.clusterOptional, "cluster-optional-adapters", nil, "adapters to run for clusters as optional: they report but never decide readiness or removal")
+	fs.StringSliceVar(&f.nodePoolOptional, "nodepool-optional-adapters", nil, "adapters to run for node pools as optional")
 	return cmd
 }
 
@@ -124,7 +130,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	registered := map[string][]string{}
+	registered, optional := map[string][]string{}, map[string][]string{}
 	for _, kind := range kinds.Names() {
 		registered[kind] = []string{}
 	}
@@ -133,15 +139,20 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 		source = "the shipped adapters"
 	}
 	var files []worker.AdapterFiles
-	add := func(set map[string][]string) error {
+	loaded := map[string]bool{}
+	add := func(set, into map[string][]string) error {
 		for _, kind := range kinds.Names() {
 			for _, name := range set[kind] {
 				dir, ok := dirs[name]
 				if !ok {
 					return fmt.Errorf("adapter %s not found in %s: it needs a directory %s holding adapter-config.yaml and adapter-task-config.yaml", name, source, name)
 				}
-				registered[kind] = append(registered[kind], name)
-				files = append(files, worker.AdapterFiles{Config: filepath.Join(dir, "adapter-config.yaml"), TaskConfig: filepath.Join(dir, "adapter-task-config.yaml")})
+				into[kind] = append(into[kind], name)
+				// One adapter may serve several kinds; it is hosted once.
+				if !loaded[name] {
+					loaded[name] = true
+					files = append(files, worker.AdapterFiles{Config: filepath.Join(dir, "adapter-config.yaml"), TaskConfig: filepath.Join(dir, "adapter-task-config.yaml")})
+				}
 			}
 		}
 		return nil
@@ -167,7 +178,22 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if f.nodePoolAdapters != nil {
 		chosen[resource.KindNodePool] = f.nodePoolAdapters
 	}
-	if err := add(chosen); err != nil {
+	if err := add(chosen, registered); err != nil {
+		return err
+	}
+	// Optional adapters: a kinds file's, and the flags' for clusters and
+	// node pools (a flag replaces the file's list, as for required ones).
+	optionalChosen := map[string][]string{}
+	for _, k := range kinds.All() {
+		optionalChosen[k.Kind] = k.OptionalAdapters
+	}
+	if f.clusterOptional != nil {
+		optionalChosen[resource.KindCluster] = f.clusterOptional
+	}
+	if f.nodePoolOptional != nil {
+		optionalChosen[resource.KindNodePool] = f.nodePoolOptional
+	}
+	if err := add(optionalChosen, optional); err != nil {
 		return err
 	}
 	switch {
@@ -231,6 +257,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			Store:      storeCfg,
 			Kinds:      kinds,
 			Registered: registered,
+			Optional:   optional,
 			Logger:     log,
 		},
 		Temporal: tc, Namespace: srv.Namespace(),

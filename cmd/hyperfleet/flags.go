@@ -124,52 +124,69 @@ func (d *dbFlags) config() (store.Config, error) {
 	return cfg, nil
 }
 
-// adapterFlags register the adapters that decide readiness.
+// adapterFlags register the adapters that decide readiness, and the
+// optional ones that run without deciding it.
 type adapterFlags struct {
-	cluster  string
-	nodePool string
+	cluster          string
+	nodePool         string
+	clusterOptional  string
+	nodePoolOptional string
 }
 
 func (a *adapterFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&a.cluster, "cluster-adapters", "", `adapters whose reports decide cluster readiness: JSON array ["validation","landing-zone"] or a comma list (required; [] allowed)`)
-	fs.StringVar(&a.nodePool, "nodepool-adapters", "", "adapters whose reports decide node pool readiness (required; [] allowed)")
+	fs.StringVar(&a.cluster, "cluster-adapters", "", `adapters whose reports decide cluster readiness: JSON array ["validation","landing-zone"] or a comma list (required without --kinds; [] allowed)`)
+	fs.StringVar(&a.nodePool, "nodepool-adapters", "", "adapters whose reports decide node pool readiness (required without --kinds; [] allowed)")
+	fs.StringVar(&a.clusterOptional, "cluster-optional-adapters", "", "adapters that run for every cluster and report, but never decide its readiness or removal (same forms)")
+	fs.StringVar(&a.nodePoolOptional, "nodepool-optional-adapters", "", "adapters that run for every node pool and report, but never decide its readiness or removal")
 }
 
-// registered parses the lists; a list that was never set (flag or
-// environment) is left out so the kind's required_adapters apply, or the API
-// refuses to start with a clear message. Kinds beyond the defaults have no
-// flag: HYPERFLEET_<KIND>_ADAPTERS alone overrides theirs.
-func (a *adapterFlags) registered(fs *pflag.FlagSet, kinds *resource.Kinds) (map[string][]string, error) {
-	out := map[string][]string{}
+// registered parses the lists: the required adapters per kind, and the
+// optional ones. A list that was never set (flag or environment) is left
+// out, so the kind's required_adapters and optional_adapters apply (and a
+// built-in kind without required adapters stops start-up with a clear
+// message). Kinds beyond the defaults have no flags:
+// HYPERFLEET_<KIND>_ADAPTERS and HYPERFLEET_<KIND>_OPTIONAL_ADAPTERS alone
+// override theirs.
+func (a *adapterFlags) registered(fs *pflag.FlagSet, kinds *resource.Kinds) (required, optional map[string][]string, err error) {
+	required, optional = map[string][]string{}, map[string][]string{}
 	for _, kind := range kinds.Names() {
 		if kind == resource.KindCluster || kind == resource.KindNodePool {
 			continue
 		}
-		name := resource.RegistrationVariable(kind)
-		value, ok := os.LookupEnv(name)
-		if !ok {
-			continue
+		for _, v := range []struct {
+			name string
+			into map[string][]string
+		}{{resource.RegistrationVariable(kind), required}, {resource.OptionalVariable(kind), optional}} {
+			value, ok := os.LookupEnv(v.name)
+			if !ok {
+				continue
+			}
+			names, err := apiserver.ParseAdapterList(value)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s %q: %w", v.name, value, err)
+			}
+			v.into[kind] = names
 		}
-		names, err := apiserver.ParseAdapterList(value)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", name, value, err)
-		}
-		out[kind] = names
 	}
-	for _, item := range []struct{ flag, kind, value string }{
-		{"cluster-adapters", resource.KindCluster, a.cluster},
-		{"nodepool-adapters", resource.KindNodePool, a.nodePool},
+	for _, item := range []struct {
+		flag, kind, value string
+		into              map[string][]string
+	}{
+		{"cluster-adapters", resource.KindCluster, a.cluster, required},
+		{"nodepool-adapters", resource.KindNodePool, a.nodePool, required},
+		{"cluster-optional-adapters", resource.KindCluster, a.clusterOptional, optional},
+		{"nodepool-optional-adapters", resource.KindNodePool, a.nodePoolOptional, optional},
 	} {
 		if !fs.Changed(item.flag) {
 			continue
 		}
 		names, err := apiserver.ParseAdapterList(item.value)
 		if err != nil {
-			return nil, fmt.Errorf("%s (--%s) %q: %w", envName(item.flag), item.flag, item.value, err)
+			return nil, nil, fmt.Errorf("%s (--%s) %q: %w", envName(item.flag), item.flag, item.value, err)
 		}
-		out[item.kind] = names
+		item.into[item.kind] = names
 	}
-	return out, nil
+	return required, optional, nil
 }
 
 // kindsFlag names the kinds file; HYPERFLEET_KINDS_FILE is its variable.

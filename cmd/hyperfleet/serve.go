@@ -87,7 +87,7 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 	if err != nil {
 		return apiserver.Options{}, err
 	}
-	registered, err := a.adapters.registered(cmd.Flags(), kinds)
+	registered, optional, err := a.adapters.registered(cmd.Flags(), kinds)
 	if err != nil {
 		return apiserver.Options{}, err
 	}
@@ -119,6 +119,7 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 		Store:       storeCfg,
 		Kinds:       kinds,
 		Registered:  registered,
+		Optional:    optional,
 		Auth:        jwt,
 		SpecSchema:  a.specSchema,
 		SkipMigrate: a.skipMigrate, StuckAfter: a.stuckAfter,
@@ -141,8 +142,11 @@ start-up, makes sure every live resource has a workflow. /readyz then reports
 'hyperfleet worker'.
 
 HYPERFLEET_CLUSTER_ADAPTERS and HYPERFLEET_NODEPOOL_ADAPTERS must be set.
-With --kinds, every kind of the file is served; a kind whose
-required_adapters the file leaves out needs HYPERFLEET_<KIND>_ADAPTERS.`,
+With --kinds, every kind of the file is served with its required_adapters
+(HYPERFLEET_<KIND>_ADAPTERS overrides them); a kind that has neither has no
+required adapters and never becomes Ready. Optional adapters
+(optional_adapters, HYPERFLEET_<KIND>_OPTIONAL_ADAPTERS) run and report
+without deciding readiness or removal.`,
 		Args:    cobra.NoArgs,
 		PreRunE: bindEnvPreRun,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -167,6 +171,7 @@ required_adapters the file leaves out needs HYPERFLEET_<KIND>_ADAPTERS.`,
 			startPprof(flags.api.pprofListen, log)
 			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
 				Strs("kinds", opts.Kinds.Names()).Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
+				Strs("cluster_optional_adapters", opts.Optional["Cluster"]).Strs("nodepool_optional_adapters", opts.Optional["NodePool"]).
 				Bool("jwt", opts.Auth.Enabled).Str("temporal", flags.temporal.cfg.Address).Msg("starting HyperFleet API")
 			if flags.temporal.cfg.Address == "" {
 				log.Warn().Msg("no --temporal-address: changes are recorded in the outbox but nothing reconciles them until the API runs with one")

@@ -137,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.cancel = cancel
 
 	s.Relay = relay.New(relay.Config{
-		Store: app.Store, Temporal: cfg.Temporal, Registered: app.Registered, Kinds: app.Kinds,
+		Store: app.Store, Temporal: cfg.Temporal, Registered: app.Registered, Optional: app.Optional, Kinds: app.Kinds,
 		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate, HandoffRate: cfg.RelayHandoffRate, Tracer: cfg.API.Server.Tracer,
 		Registerer: app.Metrics.Registry, Logger: cfg.Logger.With().Str("component", "relay").Logger(),
 	})
@@ -252,19 +252,26 @@ func loopback(a net.Addr) string {
 	return tcp.String()
 }
 
-// warnUnhosted names registered adapters no loaded adapter answers for:
-// their rounds would wait on a task queue nobody polls. The usual cause is
-// a directory named differently from the adapter.name in its config.
+// warnUnhosted names registered and optional adapters no loaded adapter
+// answers for: their runs would wait on a task queue nobody polls (a
+// required adapter's hold its resources back; an optional one's only show
+// as errors). The usual cause is a directory named differently from the
+// adapter.name in its config.
 func (s *Stack) warnUnhosted(engines []*executor.Engine) {
 	hosted := map[string]bool{}
 	for _, e := range engines {
 		hosted[e.Name()] = true
 	}
-	for kind, names := range s.App.Registered {
-		for _, name := range names {
-			if !hosted[name] {
-				s.cfg.Logger.Warn().Str("kind", kind).Str("adapter", name).
-					Msg("registered adapter has no worker in this process: its rounds wait until one polls task queue " + reconcile.AdapterTaskQueue(name) + " (is adapter.name in its adapter-config.yaml the same?)")
+	for _, set := range []struct {
+		what  string
+		lists map[string][]string
+	}{{"registered", s.App.Registered}, {"optional", s.App.Optional}} {
+		for kind, names := range set.lists {
+			for _, name := range names {
+				if !hosted[name] {
+					s.cfg.Logger.Warn().Str("kind", kind).Str("adapter", name).
+						Msg(set.what + " adapter has no worker in this process: its runs wait until one polls task queue " + reconcile.AdapterTaskQueue(name) + " (is adapter.name in its adapter-config.yaml the same?)")
+				}
 			}
 		}
 	}

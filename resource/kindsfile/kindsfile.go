@@ -101,18 +101,20 @@ func Parse(name string, data []byte) (*Table, error) {
 }
 
 // kindFields are the fields of one entity, decoded strictly by type.
+// required_adapters and conditions are read from their nodes: upstream has
+// written each in two forms.
 type kindFields struct {
-	Kind              string          `yaml:"kind"`
-	Plural            string          `yaml:"plural"`
-	ParentKind        string          `yaml:"parent_kind"`
-	OnParentDelete    string          `yaml:"on_parent_delete"`
-	RequiredAdapters  []string        `yaml:"required_adapters"`
-	NameMinLen        int             `yaml:"name_min_len"`
-	NameMaxLen        int             `yaml:"name_max_len"`
-	SpecSchemaName    string          `yaml:"spec_schema_name"`
-	RequireSpecSchema bool            `yaml:"require_spec_schema"`
-	References        []referenceSpec `yaml:"references"`
-	Conditions        []conditionSpec `yaml:"conditions"`
+	Kind                   string          `yaml:"kind"`
+	Plural                 string          `yaml:"plural"`
+	ParentKind             string          `yaml:"parent_kind"`
+	OnParentDelete         string          `yaml:"on_parent_delete"`
+	OptionalAdapters       []string        `yaml:"optional_adapters"`
+	NameMinLen             int             `yaml:"name_min_len"`
+	NameMaxLen             int             `yaml:"name_max_len"`
+	SpecSchemaName         string          `yaml:"spec_schema_name"`
+	RequireSpecSchema      bool            `yaml:"require_spec_schema"`
+	References             []referenceSpec `yaml:"references"`
+	SearchDisallowedFields []string        `yaml:"search_disallowed_fields"`
 }
 
 type referenceSpec struct {
@@ -129,10 +131,12 @@ type conditionSpec struct {
 	Message    string `yaml:"message"`
 }
 
+// known lists every field of upstream's entity descriptor (each honoured)
+// and optional_adapters, this project's own.
 var known = map[string]bool{
 	"kind": true, "plural": true, "parent_kind": true, "on_parent_delete": true, "required_adapters": true,
-	"name_min_len": true, "name_max_len": true, "spec_schema_name": true, "require_spec_schema": true,
-	"references": true, "conditions": true,
+	"optional_adapters": true, "name_min_len": true, "name_max_len": true, "spec_schema_name": true,
+	"require_spec_schema": true, "references": true, "conditions": true, "search_disallowed_fields": true,
 }
 
 func decodeKind(name string, n *yaml.Node, t *Table) (resource.Kind, error) {
@@ -150,17 +154,31 @@ func decodeKind(name string, n *yaml.Node, t *Table) (resource.Kind, error) {
 		Kind: f.Kind, Plural: f.Plural, ParentKind: f.ParentKind, OnParentDelete: f.OnParentDelete,
 		NameMinLen: f.NameMinLen, NameMaxLen: f.NameMaxLen, SpecSchemaName: f.SpecSchemaName,
 		RequireSpecSchema: f.RequireSpecSchema, Line: n.Line,
+		OptionalAdapters: f.OptionalAdapters, SearchDisallowedFields: f.SearchDisallowedFields,
+	}
+	warn := func(line int, format string, args ...any) {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("%s:%d: ", name, line)+fmt.Sprintf(format, args...))
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
 		if !known[key.Value] {
-			t.Warnings = append(t.Warnings, fmt.Sprintf("%s:%d: field %q of kind %s is not used", name, key.Line, key.Value, f.Kind))
+			warn(key.Line, "field %q of kind %s is not used", key.Value, f.Kind)
 		}
 		switch key.Value {
 		case "required_adapters":
 			// Present, even as [], is a decision; absent leaves it to the
-			// HYPERFLEET_<KIND>_ADAPTERS variable.
-			k.RequiredAdapters = append([]string{}, f.RequiredAdapters...)
+			// HYPERFLEET_<KIND>_ADAPTERS variable, then to none.
+			names, err := adapterNames(val, key.Line, f.Kind, warn)
+			if err != nil {
+				return resource.Kind{}, fail(val.Line, "list the adapter names: required_adapters: [validation, dns]", "required_adapters of kind %s: %v", f.Kind, err)
+			}
+			k.RequiredAdapters = names
+		case "conditions":
+			rules, err := conditionRules(val, f.Kind, warn)
+			if err != nil {
+				return resource.Kind{}, fail(val.Line, "write conditions as a list of {type, expression, reason, message}", "conditions of kind %s do not decode: %v", f.Kind, err)
+			}
+			k.Conditions = rules
 		case "references":
 			for j, r := range f.References {
 				line := val.Line
@@ -169,15 +187,77 @@ func decodeKind(name string, n *yaml.Node, t *Table) (resource.Kind, error) {
 				}
 				k.References = append(k.References, resource.Reference{RefType: r.RefType, TargetKind: r.TargetKind, Min: r.Min, Max: r.Max, Line: line})
 			}
-		case "conditions":
-			for j, c := range f.Conditions {
-				line := val.Line
-				if j < len(val.Content) {
-					line = val.Content[j].Line
-				}
-				k.Conditions = append(k.Conditions, resource.ConditionRule{Type: c.Type, Expression: c.Expression, Reason: c.Reason, Message: c.Message, Line: line})
-			}
 		}
 	}
 	return k, nil
+}
+
+// adapterNames reads required_adapters: a list of names, or the mapping of
+// names to service URLs an earlier upstream release used. The names are
+// what counts; Temporal routes each adapter's work to its own task queue,
+// so the URLs have no use here and a warning says so.
+func adapterNames(val *yaml.Node, line int, kind string, warn func(int, string, ...any)) ([]string, error) {
+	switch val.Kind {
+	case yaml.MappingNode:
+		names := make([]string, 0, len(val.Content)/2)
+		for i := 0; i+1 < len(val.Content); i += 2 {
+			names = append(names, val.Content[i].Value)
+		}
+		warn(line, "required_adapters of kind %s maps adapter names to URLs (an earlier upstream form): the names %v are required, the URLs are not used (each adapter's work goes to Temporal task queue hyperfleet-adapter-<name>)", kind, names)
+		return names, nil
+	case yaml.ScalarNode:
+		if val.Tag == "!!null" {
+			return []string{}, nil
+		}
+	}
+	var names []string
+	if err := val.Decode(&names); err != nil {
+		return nil, err
+	}
+	return append([]string{}, names...), nil
+}
+
+// conditionRules reads the condition rules of a kind. Upstream writes a
+// rule as {type, when: {expression}, output: {status, reason, message}},
+// each an expression; this version evaluates only its own form (one bool
+// expression), so such a rule is skipped with a warning naming the fix
+// rather than stopping an upstream file from loading.
+func conditionRules(val *yaml.Node, kind string, warn func(int, string, ...any)) ([]resource.ConditionRule, error) {
+	var specs []conditionSpec
+	if err := val.Decode(&specs); err != nil {
+		return nil, err
+	}
+	var out []resource.ConditionRule
+	for j, c := range specs {
+		line := val.Line
+		var item *yaml.Node
+		if j < len(val.Content) {
+			item, line = val.Content[j], val.Content[j].Line
+		}
+		if upstreamRule(item) {
+			warn(line, "condition %s of kind %s is in upstream's when/output form, which this version does not evaluate: the condition is not computed. "+
+				"Rewrite it as expression: <a bool CEL expression over statuses and generation> with optional reason and message (operator guide, \"Condition rules\")", c.Type, kind)
+			continue
+		}
+		out = append(out, resource.ConditionRule{Type: c.Type, Expression: c.Expression, Reason: c.Reason, Message: c.Message, Line: line})
+	}
+	return out, nil
+}
+
+// upstreamRule reports whether a rule is written in upstream's form: when
+// or output present, no expression of its own.
+func upstreamRule(item *yaml.Node) bool {
+	if item == nil || item.Kind != yaml.MappingNode {
+		return false
+	}
+	var upstream, own bool
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		switch item.Content[i].Value {
+		case "when", "output":
+			upstream = true
+		case "expression":
+			own = true
+		}
+	}
+	return upstream && !own
 }

@@ -87,6 +87,138 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// upstreamEntities is shaped like the entities block upstream HyperFleet's
+// chart ships: kinds with and without required_adapters, every descriptor
+// field in use.
+const upstreamEntities = `entities:
+  - kind: Cluster
+    plural: clusters
+    spec_schema_name: ClusterSpec
+    required_adapters: [validation, dns]
+    name_min_len: 3
+    name_max_len: 53
+    require_spec_schema: true
+  - kind: NodePool
+    plural: nodepools
+    parent_kind: Cluster
+    on_parent_delete: cascade
+    spec_schema_name: NodePoolSpec
+    required_adapters: [validation]
+    name_min_len: 3
+    name_max_len: 15
+  - kind: Channel
+    plural: channels
+    spec_schema_name: ChannelSpec
+    search_disallowed_fields: [spec]
+  - kind: Version
+    plural: versions
+    parent_kind: Channel
+    on_parent_delete: restrict
+    spec_schema_name: VersionSpec
+    references:
+      - ref_type: channel
+        target_kind: Channel
+        min: 1
+        max: 1
+  - kind: WifConfig
+    plural: wifconfigs
+    spec_schema_name: WifConfigSpec
+`
+
+func TestUpstreamEntitiesLoadUnchanged(t *testing.T) {
+	tab, err := Parse("values.yaml", []byte(upstreamEntities))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Warnings) != 0 {
+		t.Errorf("warnings: %v", tab.Warnings)
+	}
+	c, _ := tab.Get(resource.KindCluster)
+	if strings.Join(c.RequiredAdapters, ",") != "validation,dns" || !c.RequireSpecSchema || c.SpecSchemaName != "ClusterSpec" {
+		t.Errorf("Cluster %+v", c)
+	}
+	// No required_adapters: left to the variable, then none.
+	for _, name := range []string{"Channel", "Version", "WifConfig"} {
+		if k, _ := tab.Get(name); k.RequiredAdapters != nil || k.SpecSchemaName != name+"Spec" {
+			t.Errorf("%s %+v", name, k)
+		}
+	}
+	if ch, _ := tab.Get("Channel"); !ch.SearchDisallowed("spec.tier") || ch.SearchDisallowed("name") {
+		t.Errorf("Channel search_disallowed_fields %v", ch.SearchDisallowedFields)
+	}
+	if tab.File() != "values.yaml" {
+		t.Errorf("File() = %q", tab.File())
+	}
+}
+
+func TestUpstreamForms(t *testing.T) {
+	t.Run("required_adapters as a map of names to URLs", func(t *testing.T) {
+		tab, err := Parse("k.yaml", []byte("entities:\n  - kind: Cluster\n    plural: clusters\n    required_adapters:\n      validation: http://validation:8080\n      dns: http://dns:8080\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := tab.Get("Cluster"); strings.Join(c.RequiredAdapters, ",") != "validation,dns" {
+			t.Errorf("required %v", c.RequiredAdapters)
+		}
+		if w := strings.Join(tab.Warnings, "\n"); !strings.Contains(w, "k.yaml:4:") || !strings.Contains(w, "the URLs are not used") {
+			t.Errorf("warnings %v", tab.Warnings)
+		}
+	})
+	t.Run("conditions in when/output form are skipped with a warning", func(t *testing.T) {
+		file := `entities:
+  - kind: Cluster
+    plural: clusters
+    conditions:
+      - type: LandingZoneReady
+        when:
+          expression: statuses.exists(s, s.adapter == "landing-zone")
+        output:
+          status:
+            expression: '"True"'
+          reason:
+            expression: '"Ready"'
+          message:
+            expression: '"ready"'
+      - type: Mine
+        expression: generation > 0
+`
+		tab, err := Parse("k.yaml", []byte(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := tab.Get("Cluster")
+		if len(c.Conditions) != 1 || c.Conditions[0].Type != "Mine" || c.Conditions[0].Line != 15 {
+			t.Errorf("conditions %+v, want only Mine (line 15)", c.Conditions)
+		}
+		if w := strings.Join(tab.Warnings, "\n"); !strings.Contains(w, "k.yaml:5: condition LandingZoneReady of kind Cluster is in upstream's when/output form") || !strings.Contains(w, "Rewrite it as expression:") {
+			t.Errorf("warnings %v", tab.Warnings)
+		}
+	})
+	t.Run("optional_adapters", func(t *testing.T) {
+		tab, err := Parse("k.yaml", []byte("entities:\n  - kind: Cluster\n    plural: clusters\n    required_adapters: []\n    optional_adapters: [audit, cost]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := tab.Get("Cluster"); strings.Join(c.OptionalAdapters, ",") != "audit,cost" || c.RequiredAdapters == nil || len(tab.Warnings) != 0 {
+			t.Errorf("Cluster %+v, warnings %v", c, tab.Warnings)
+		}
+	})
+	t.Run("an adapter both required and optional", func(t *testing.T) {
+		_, err := Parse("k.yaml", []byte("entities:\n  - kind: Cluster\n    plural: clusters\n    required_adapters: [a]\n    optional_adapters: [a]\n"))
+		var ke *resource.KindError
+		if !errors.As(err, &ke) || ke.Line != 2 || !strings.Contains(ke.Msg, "in both required_adapters and optional_adapters") || ke.Fix == "" {
+			t.Errorf("error %v", err)
+		}
+	})
+	t.Run("required_adapters of the wrong type", func(t *testing.T) {
+		_, err := Parse("k.yaml", []byte("entities:\n  - kind: Cluster\n    plural: clusters\n    required_adapters: 5\n"))
+		var ke *resource.KindError
+		if !errors.As(err, &ke) || ke.Line != 4 || !strings.Contains(ke.Msg, "required_adapters of kind Cluster") {
+			t.Errorf("error %v", err)
+		}
+	})
+}
+
 func TestLoadRefusesMissingAndHugeFiles(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "absent.yaml")); err == nil || !strings.Contains(err.Error(), "kinds file") {
 		t.Fatalf("missing file: %v", err)

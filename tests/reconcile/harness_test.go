@@ -69,6 +69,8 @@ type options struct {
 	adapters []string
 	// registered overrides which adapters each kind runs.
 	registered map[string][]string
+	// optional declares adapters each kind runs without waiting for them.
+	optional map[string][]string
 	// kinds is the API's kinds table; the default kinds when nil.
 	kinds *resource.Kinds
 }
@@ -118,6 +120,7 @@ func newSystem(t *testing.T, opts options) *system {
 			Server:     apiserver.Config{Listen: "127.0.0.1:0"},
 			Store:      store.Config{Driver: store.BackendPostgres, URL: s.dbURL},
 			Registered: registered,
+			Optional:   opts.optional,
 			Kinds:      opts.kinds,
 			Logger:     testLogger(t),
 		},

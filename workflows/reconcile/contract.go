@@ -191,7 +191,12 @@ type Input struct {
 	Ref        Ref      `json:"ref"`
 	Generation int64    `json:"generation"`
 	Adapters   []string `json:"adapters"`
-	Options    Options  `json:"options"`
+	// Optional adapters run with the rounds and report, but the workflow
+	// never waits for them: a round does not wait for their runs, and
+	// whether they are done never decides a retry or progress (see
+	// rounds.go).
+	Optional []string `json:"optional,omitempty"`
+	Options  Options  `json:"options"`
 	// Protocol is inputProtocol; see there.
 	Protocol int `json:"protocol,omitempty"`
 	// Carry is the state handed over by continue-as-new.
@@ -209,8 +214,10 @@ type Input struct {
 type Signal struct {
 	Generation int64  `json:"generation"`
 	Reason     string `json:"reason,omitempty"`
-	// Adapters, when not null, replaces the workflow's adapter list.
+	// Adapters, when not null, replaces the workflow's adapter list;
+	// Optional, when not null, its optional adapters.
 	Adapters []string `json:"adapters"`
+	Optional []string `json:"optional"`
 	Options  *Options `json:"options,omitempty"`
 	// Changed names the adapters whose managed objects changed (reason
 	// ReasonObjectChanged); Objects says which objects and their state
@@ -369,15 +376,20 @@ const (
 
 // View is the workflow's answer to the "state" query.
 type View struct {
-	Ref        Ref                    `json:"ref"`
-	Generation int64                  `json:"generation"`
-	Target     int64                  `json:"target"`
-	Round      int64                  `json:"round"`
-	Phase      string                 `json:"phase"`
-	Reconciled bool                   `json:"reconciled"`
-	Reason     string                 `json:"reason,omitempty"`
-	NextRound  time.Time              `json:"next_round,omitempty"`
-	Adapters   map[string]AdapterView `json:"adapters"`
+	Ref        Ref       `json:"ref"`
+	Generation int64     `json:"generation"`
+	Target     int64     `json:"target"`
+	Round      int64     `json:"round"`
+	Phase      string    `json:"phase"`
+	Reconciled bool      `json:"reconciled"`
+	Reason     string    `json:"reason,omitempty"`
+	NextRound  time.Time `json:"next_round,omitempty"`
+	// Adapters holds the last outcome of every adapter, optional ones
+	// included; Optional names those, and Running the optional adapters
+	// whose run is under way (a round does not wait for them).
+	Adapters map[string]AdapterView `json:"adapters"`
+	Optional []string               `json:"optional,omitempty"`
+	Running  []string               `json:"running,omitempty"`
 	// Tenant is the resource's tenancy ("" without tenancy).
 	Tenant string `json:"tenant,omitempty"`
 }

@@ -29,6 +29,13 @@ import (
 //     cluster is not being deleted; an upgrade notice) run no round.
 //   - Between rounds, a run pinned to a worker deployment version that is
 //     no longer the current one continues as new onto the current one.
+//   - Optional adapters ride along: a round that runs every adapter runs
+//     them too, a retry or progress round runs those not done, and a change
+//     of their objects runs them. The round does not wait for their runs
+//     (startOptional), and whether they are done never counts as progress
+//     or holds a retry: the workflow never waits on an optional adapter. A
+//     resource with no required adapters is never Reconciled; its workflow
+//     waits for the next change or the stability window as if it were.
 
 // run is the workflow's loop: one round, then the wait for the next reason
 // to run one.
@@ -56,6 +63,7 @@ func (r *reconciler) run(ctx workflow.Context) error {
 			}
 			continue
 		}
+		r.startAsked(ctx)
 		r.sleep(ctx)
 	}
 }
@@ -74,14 +82,19 @@ func upgradeDue(ctx workflow.Context) bool {
 // runRound runs one round and decides what follows it: the next round's
 // adapters when it made progress, nothing otherwise (the loop then waits).
 func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
-	adapters := r.takePending()
+	adapters, optional := r.takePending()
 	r.target, r.wake = r.latest, false
 	before := r.settledAtTarget()
 	r.round++
 	r.roundsRun++
 	r.phase, r.nextRound = PhaseRunning, time.Time{}
-	r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
+	if len(optional) > 0 {
+		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters, "optional", optional)
+	} else {
+		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
+	}
 	started := workflow.Now(ctx)
+	r.startOptional(ctx, optional, r.target)
 	r.runAdapters(ctx, adapters)
 
 	gone, err = r.observe(ctx)
@@ -93,45 +106,86 @@ func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 		return gone, err
 	}
 	r.drainSignals(ctx)
-	if r.roundDue() || r.reconciled {
+	if r.roundDue() || r.converged() {
 		return false, nil // a newer generation or a change: the next round; or done
 	}
 	if progressed(before, r.settledAtTarget()) {
 		if rest := r.unsettled(); len(rest) > 0 {
 			r.failures = 0
-			for _, a := range rest {
-				r.pending[a] = true
-			}
+			r.askUnsettled(rest)
 			r.log.Info("round made progress: running the adapters not done at once", "generation", r.target, "adapters", rest)
 		}
 	}
 	return false, nil
 }
 
-// takePending returns the adapters the round runs, sorted, and clears the
-// request.
-func (r *reconciler) takePending() []string {
-	var out []string
-	if r.all {
-		out = slices.Clone(r.adapters)
-	} else {
-		for _, a := range r.adapters {
-			if r.pending[a] {
-				out = append(out, a)
-			}
+// converged reports whether the resource needs no retry: it is
+// Reconciled, or nothing is required of it (it never will be, and only
+// optional adapters, which the workflow never waits on, may run for it).
+func (r *reconciler) converged() bool { return r.reconciled || len(r.adapters) == 0 }
+
+// takePending returns the required and the optional adapters the round
+// runs, each sorted, and clears the requests.
+func (r *reconciler) takePending() (required, optional []string) {
+	for _, a := range r.adapters {
+		if r.all || r.pending[a] {
+			required = append(required, a)
+		}
+	}
+	for _, a := range r.optional {
+		if r.all || r.optPending[a] {
+			optional = append(optional, a)
 		}
 	}
 	r.all = false
 	clear(r.pending)
-	return out
+	clear(r.optPending)
+	return required, optional
 }
 
-// settledAtTarget is the set of adapters done at the round's generation.
+// ask requests adapters for the next round: a required one makes a round
+// due, an optional one rides along with the next round, or starts on its
+// own while the workflow waits (startAsked).
+func (r *reconciler) ask(adapters ...string) {
+	for _, a := range adapters {
+		if slices.Contains(r.optional, a) {
+			r.optPending[a] = true
+		} else {
+			r.pending[a] = true
+		}
+	}
+}
+
+// askUnsettled asks the next round for the given required adapters and,
+// riding along, the optional ones not done.
+func (r *reconciler) askUnsettled(required []string) {
+	r.ask(required...)
+	r.ask(r.unsettledOptional()...)
+}
+
+// startAsked starts the optional adapters asked for while no round is
+// due, so a change of an optional adapter's objects neither runs a round
+// nor restarts the backoff of the required ones.
+func (r *reconciler) startAsked(ctx workflow.Context) {
+	if len(r.optPending) == 0 || r.roundDue() {
+		return
+	}
+	names := sortedKeys(r.optPending)
+	clear(r.optPending)
+	r.log.Info("running optional adapters between rounds", "generation", r.latest, "optional", names)
+	r.startOptional(ctx, names, r.latest)
+}
+
+// settledAtTarget is the set of required adapters done at the round's
+// generation (other adapters' reports never count as progress).
 func (r *reconciler) settledAtTarget() []string {
 	if r.settledAt != r.target {
 		return nil
 	}
-	return r.settled
+	if len(r.optional) == 0 {
+		return r.settled
+	}
+	return slices.DeleteFunc(slices.Clone(r.settled), func(a string) bool { return slices.Contains(r.optional, a) })
 }
 
 // progressed reports whether an adapter is done after a round that was not
@@ -146,9 +200,15 @@ func progressed(before, after []string) bool {
 }
 
 // unsettled lists the registered adapters not done at the newest reading.
-func (r *reconciler) unsettled() []string {
+func (r *reconciler) unsettled() []string { return r.notDone(r.adapters) }
+
+// unsettledOptional lists the optional adapters not done at the newest
+// reading.
+func (r *reconciler) unsettledOptional() []string { return r.notDone(r.optional) }
+
+func (r *reconciler) notDone(adapters []string) []string {
 	var out []string
-	for _, a := range r.adapters {
+	for _, a := range adapters {
 		if r.settledAt != r.latest || !slices.Contains(r.settled, a) {
 			out = append(out, a)
 		}
@@ -164,7 +224,7 @@ func (r *reconciler) unsettled() []string {
 func (r *reconciler) sleep(ctx workflow.Context) {
 	wait := r.stabilityWait()
 	r.phase = PhaseStable
-	if r.reconciled {
+	if r.converged() {
 		r.failures = 0
 	} else {
 		wait = r.backoff()
@@ -191,6 +251,7 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 			r.applyChange(s)
 		})
 		sel.Select(ctx)
+		r.startAsked(ctx)
 		if !fired && upgradeDue(ctx) {
 			return // the loop continues as new; the wait resumes there
 		}
@@ -199,15 +260,13 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 		return
 	}
 	rest := r.unsettled()
-	if r.reconciled || len(rest) == 0 {
+	if r.converged() || len(rest) == 0 {
 		// The self-healing round; or every adapter says it is done and the
 		// resource is still not Reconciled: run them all again.
 		r.all = true
 		return
 	}
-	for _, a := range rest {
-		r.pending[a] = true
-	}
+	r.askUnsettled(rest)
 }
 
 // stabilityWait is the stability window moved by up to ± StabilityJitter of
@@ -251,6 +310,21 @@ func (r *reconciler) applyChange(s Signal) {
 			r.adapters, r.wake = next, true
 		}
 	}
+	if s.Optional != nil {
+		// A new optional adapter runs; one removed changes nothing the
+		// workflow decides on.
+		next := sortedCopy(s.Optional)
+		if !slices.Equal(next, r.optional) {
+			var added []string
+			for _, a := range next {
+				if !slices.Contains(r.optional, a) {
+					added = append(added, a)
+				}
+			}
+			r.optional = next
+			r.ask(added...)
+		}
+	}
 	switch s.Reason {
 	case ReasonRemoved:
 		r.checkFirst, r.wake = true, true
@@ -258,16 +332,12 @@ func (r *reconciler) applyChange(s Signal) {
 		// A deleting cluster waits for its node pools; any other needs
 		// nothing from a node pool's removal.
 		if r.deleting {
-			for _, a := range r.unsettled() {
-				r.pending[a] = true
-			}
+			r.askUnsettled(r.unsettled())
 			r.wake = true
 		}
 	case ReasonObjectChanged:
 		due := r.changedAdapters(s)
-		for _, a := range due {
-			r.pending[a] = true
-		}
+		r.ask(due...)
 		r.log.Info("managed objects changed", "adapters", s.Changed, "due", due, "detail", s.Detail)
 	case ReasonUpgrade:
 		// Nothing to fold in: the task that delivers it is what the run
@@ -275,10 +345,10 @@ func (r *reconciler) applyChange(s Signal) {
 	}
 }
 
-// changedAdapters picks the registered adapters a change notice asks to
-// run: those with an object in a state their last run did not see (a
-// burst of updates often ends in the state a round already read), or, for
-// a notice without object states, every adapter it names.
+// changedAdapters picks the registered and optional adapters a change
+// notice asks to run: those with an object in a state their last run did
+// not see (a burst of updates often ends in the state a round already
+// read), or, for a notice without object states, every adapter it names.
 func (r *reconciler) changedAdapters(s Signal) []string {
 	due := map[string]bool{}
 	if len(s.Objects) == 0 {
@@ -293,6 +363,11 @@ func (r *reconciler) changedAdapters(s Signal) []string {
 	}
 	var out []string
 	for _, a := range r.adapters {
+		if due[a] {
+			out = append(out, a)
+		}
+	}
+	for _, a := range r.optional {
 		if due[a] {
 			out = append(out, a)
 		}
@@ -337,36 +412,87 @@ func (r *reconciler) runAdapters(ctx workflow.Context, adapters []string) {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			outcome, detail, seen, watched := r.runAdapter(ctx, name)
-			r.watched[name] = watched
-			if seen == nil {
-				delete(r.seen, name)
-			} else {
-				r.seen[name] = seen
-			}
-			r.outcomes[name] = AdapterView{Generation: r.target, Outcome: outcome, Detail: detail, FinishedAt: workflow.Now(ctx)}
-			if outcome == OutcomeError || outcome == OutcomeFailed {
-				r.log.Warn("adapter did not succeed", "adapter", name, "generation", r.target, "outcome", outcome, "detail", detail)
-			}
+			r.record(ctx, name, r.target, r.runAdapter(ctx, name, r.target))
 		})
 	}
 	wg.Wait(ctx)
 }
 
+// startOptional starts each optional adapter's run at generation gen
+// without waiting for it: a slow, failing or unhosted optional adapter
+// (whose activity waits up to five minutes for a worker) must not hold the
+// round's read-back or the next round. One run per adapter at a time:
+// asked for again while it runs, it runs once more afterwards, at the
+// newest generation.
+func (r *reconciler) startOptional(ctx workflow.Context, adapters []string, gen int64) {
+	for _, name := range adapters {
+		if r.inflight[name] {
+			r.again[name] = true
+			continue
+		}
+		r.inflight[name] = true
+		// Each run has its own generation: a run asked for again moves
+		// its own on, not its siblings'.
+		gen := gen
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			for {
+				run := r.runAdapter(ctx, name, gen)
+				r.record(ctx, name, gen, run)
+				again := r.again[name] && slices.Contains(r.optional, name)
+				delete(r.again, name)
+				if !again {
+					break
+				}
+				gen = r.latest
+			}
+			delete(r.inflight, name)
+		})
+	}
+}
+
+// adapterRun is how one adapter's run ended.
+type adapterRun struct {
+	outcome Outcome
+	detail  string
+	// seen and watched are RunResult's; seen is nil when the run failed.
+	seen    map[string]string
+	watched bool
+}
+
+// record keeps an adapter run's outcome for the state query, the backoff
+// and change notices.
+func (r *reconciler) record(ctx workflow.Context, name string, gen int64, run adapterRun) {
+	r.watched[name] = run.watched
+	if run.seen == nil {
+		delete(r.seen, name)
+	} else {
+		r.seen[name] = run.seen
+	}
+	r.outcomes[name] = AdapterView{Generation: gen, Outcome: run.outcome, Detail: run.detail, FinishedAt: workflow.Now(ctx)}
+	if run.outcome == OutcomeError || run.outcome == OutcomeFailed {
+		if slices.Contains(r.optional, name) {
+			r.log.Warn("optional adapter did not succeed; the resource does not wait for it", "adapter", name, "generation", gen, "outcome", run.outcome, "detail", run.detail)
+		} else {
+			r.log.Warn("adapter did not succeed", "adapter", name, "generation", gen, "outcome", run.outcome, "detail", run.detail)
+		}
+	}
+}
+
 // runAdapter runs every phase of one adapter in one activity. A run already
 // under way when a newer generation arrives finishes (it read the resource
 // as the API had it when it started); the coalesced round follows at once.
-func (r *reconciler) runAdapter(ctx workflow.Context, name string) (outcome Outcome, detail string, seen map[string]string, watched bool) {
+func (r *reconciler) runAdapter(ctx workflow.Context, name string, gen int64) adapterRun {
 	var res RunResult
 	if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 10*time.Minute), ActivityRun,
-		RunInput{Event: r.ref.Event(r.target)}).Get(ctx, &res); err != nil {
-		return OutcomeError, activityError("run", err), nil, false
+		RunInput{Event: r.ref.Event(gen)}).Get(ctx, &res); err != nil {
+		return adapterRun{outcome: OutcomeError, detail: activityError("run", err)}
 	}
-	outcome, detail = outcomeOf(res.Summary)
-	if res.Seen == nil {
-		res.Seen = map[string]string{}
+	out := adapterRun{seen: res.Seen, watched: res.Watched}
+	out.outcome, out.detail = outcomeOf(res.Summary)
+	if out.seen == nil {
+		out.seen = map[string]string{}
 	}
-	return outcome, detail, res.Seen, res.Watched
+	return out
 }
 
 // metrics is the workflow's metrics handler, tagged with the resource kind.

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -34,8 +35,16 @@ type reconciler struct {
 	tenant   string // the resource's tenancy, canonical form ("" without)
 	opts     Options
 	adapters []string
-	signals  workflow.ReceiveChannel
-	log      log.Logger
+	// optional adapters run in the background of rounds (startOptional):
+	// optPending are those asked for, inflight those with a run under way,
+	// again those asked for while it was, to run once more at the newest
+	// generation.
+	optional   []string
+	optPending map[string]bool
+	inflight   map[string]bool
+	again      map[string]bool
+	signals    workflow.ReceiveChannel
+	log        log.Logger
 
 	latest     int64 // newest generation known
 	target     int64 // generation of the current round
@@ -88,6 +97,8 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 	}
 	r.ref, r.opts, r.latest = in.Ref, in.Options.WithDefaults(), in.Generation
 	r.adapters = sortedCopy(in.Adapters)
+	r.optional = sortedCopy(in.Optional)
+	r.optPending, r.inflight, r.again = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	r.outcomes = map[string]AdapterView{}
 	r.pending = map[string]bool{}
 	r.seen = map[string]map[string]string{}
@@ -109,9 +120,7 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 		// The pending round is exactly what it was (none at all when none
 		// was pending), and the generation it acted on is the newest known.
 		r.all, r.target = c.All, r.latest
-		for _, a := range c.Pending {
-			r.pending[a] = true
-		}
+		r.ask(c.Pending...)
 	}
 	r.attrs = startAttributes(ctx, r.ref)
 	// The tenancy comes with the input; HyperFleetTenant, which the
@@ -130,7 +139,8 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 
 func (r *reconciler) view() (View, error) {
 	out := View{Ref: r.ref, Generation: r.latest, Target: r.target, Round: r.round, Phase: r.phase,
-		Reconciled: r.reconciled, Reason: r.reason, NextRound: r.nextRound, Adapters: map[string]AdapterView{}, Tenant: r.tenant}
+		Reconciled: r.reconciled, Reason: r.reason, NextRound: r.nextRound, Adapters: map[string]AdapterView{}, Tenant: r.tenant,
+		Optional: slices.Clone(r.optional), Running: sortedKeys(r.inflight)}
 	for k, v := range r.outcomes {
 		out.Adapters[k] = v
 	}
@@ -232,9 +242,17 @@ func (r *reconciler) upsertAttributes(ctx workflow.Context) {
 // release, whatever code the next run has.
 func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	r.drainSignals(ctx)
+	// An optional adapter's run under way ends with this run (its result
+	// would reach no one): the next run starts it again.
+	pending := maps.Clone(r.pending)
+	for _, set := range []map[string]bool{r.optPending, r.inflight} {
+		for a := range set {
+			pending[a] = true
+		}
+	}
 	carry := &Carry{Round: r.round, Failures: r.failures, Reconciled: r.reconciled,
 		Wake: r.wake, CheckFirst: r.checkFirst, Adapters: map[string]AdapterView{},
-		All: r.all, Pending: sortedKeys(r.pending),
+		All: r.all, Pending: sortedKeys(pending),
 		Settled: r.settled, SettledAt: r.settledAt, Deleting: r.deleting}
 	for k, v := range r.outcomes {
 		carry.Adapters[k] = v
@@ -247,7 +265,7 @@ func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	}
 	r.log.Info("continuing as new", "generation", r.latest, "round", r.round)
 	next := NewInput(r.ref, r.latest, r.adapters, r.opts)
-	next.Carry, next.Tenant = carry, r.tenant
+	next.Optional, next.Carry, next.Tenant = r.optional, carry, r.tenant
 	return workflow.NewContinueAsNewErrorWithOptions(ctx,
 		workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
 		WorkflowName, next)

@@ -40,6 +40,11 @@ type harness struct {
 	// whether its worker watches what it applies.
 	seen    map[string]map[string]string
 	watched map[string]bool
+	// mocked says the catch-all mock of adapter runs is in place; mocks
+	// of single adapters (slow) must be registered before it.
+	mocked bool
+	// readAt is the workflow time of each read-back.
+	readAt []time.Time
 }
 
 type call struct {
@@ -68,25 +73,6 @@ func newHarness(t *testing.T) *harness {
 		return ResourceState{}, errors.New("not mocked")
 	}, activity.RegisterOptions{Name: ActivityReadResource})
 
-	h.env.OnActivity(ActivityRun, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return h.delay }).Return(
-		func(ctx context.Context, in RunInput) (RunResult, error) {
-			adapter := strings.TrimPrefix(activity.GetInfo(ctx).TaskQueue, AdapterTaskQueue(""))
-			h.mu.Lock()
-			h.calls = append(h.calls, call{adapter: adapter, generation: in.Event.Generation})
-			run := h.run
-			h.mu.Unlock()
-			summary := Summary{ExecutionStatus: "success"}
-			if run != nil {
-				var err error
-				if summary, err = run(adapter, in.Event.Generation); err != nil {
-					return RunResult{}, err
-				}
-			}
-			h.mu.Lock()
-			seen, watched := h.seen[adapter], h.watched[adapter]
-			h.mu.Unlock()
-			return RunResult{Summary: summary, Seen: seen, Watched: watched}, nil
-		})
 	h.env.OnActivity(ActivityReadResource, mock.Anything, mock.Anything).Return(
 		func(context.Context, Ref) (ResourceState, error) {
 			h.mu.Lock()
@@ -96,9 +82,53 @@ func newHarness(t *testing.T) *harness {
 			}
 			st := h.states[min(h.reads, len(h.states)-1)]
 			h.reads++
+			h.readAt = append(h.readAt, h.env.Now())
 			return st, nil
 		})
 	return h
+}
+
+// runActivity is the mocked adapter run: it records the call and answers
+// with run's summary (success by default), seen and watched.
+func (h *harness) runActivity(ctx context.Context, in RunInput) (RunResult, error) {
+	adapter := strings.TrimPrefix(activity.GetInfo(ctx).TaskQueue, AdapterTaskQueue(""))
+	h.mu.Lock()
+	h.calls = append(h.calls, call{adapter: adapter, generation: in.Event.Generation})
+	run := h.run
+	h.mu.Unlock()
+	summary := Summary{ExecutionStatus: "success"}
+	if run != nil {
+		var err error
+		if summary, err = run(adapter, in.Event.Generation); err != nil {
+			return RunResult{}, err
+		}
+	}
+	h.mu.Lock()
+	seen, watched := h.seen[adapter], h.watched[adapter]
+	h.mu.Unlock()
+	return RunResult{Summary: summary, Seen: seen, Watched: watched}, nil
+}
+
+// mockRuns puts the catch-all mock of adapter runs in place (each run
+// takes delay on the workflow clock).
+func (h *harness) mockRuns() {
+	if h.mocked {
+		return
+	}
+	h.mocked = true
+	h.env.OnActivity(ActivityRun, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return h.delay }).Return(h.runActivity)
+}
+
+// slow makes every run of one adapter take d on the workflow clock; call
+// it before exec.
+func (h *harness) slow(adapter string, d time.Duration) {
+	h.t.Helper()
+	if h.mocked {
+		h.t.Fatal("slow must come before the workflow runs")
+	}
+	h.env.OnActivity(ActivityRun, mock.MatchedBy(func(ctx context.Context) bool {
+		return activity.GetInfo(ctx).TaskQueue == AdapterTaskQueue(adapter)
+	}), mock.Anything).After(d).Return(h.runActivity)
 }
 
 // exec runs the workflow to its end, with no jitter unless the input says
@@ -108,6 +138,7 @@ func (h *harness) exec(in Input) {
 	if in.Options.StabilityJitter == 0 {
 		in.Options.StabilityJitter = -1
 	}
+	h.mockRuns()
 	h.env.ExecuteWorkflow(WorkflowName, in)
 	if !h.env.IsWorkflowCompleted() {
 		h.t.Fatal("workflow did not complete")
@@ -642,6 +673,7 @@ func TestInputWithoutResourceIsRejected(t *testing.T) {
 func TestStabilityWindowIsJittered(t *testing.T) {
 	h := newHarness(t)
 	h.states = []ResourceState{reconciledAt(1), gone}
+	h.mockRuns()
 	h.env.ExecuteWorkflow(WorkflowName, Input{Ref: cluster, Generation: 1, Adapters: []string{"validation"}})
 	want := jittered(30*time.Minute, 0.1, cluster.ID, 1)
 	if len(h.timers) != 1 || h.timers[0] != want || want == 30*time.Minute {
