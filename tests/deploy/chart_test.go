@@ -102,6 +102,7 @@ func TestChartRendersObjectsTheAPIServerAccepts(t *testing.T) {
 api:
   clusterAdapters: [validation, landing-zone]
   nodepoolAdapters: []
+  clusterOptionalAdapters: [audit]
 adapters:
   - name: landing-zone
     files:
@@ -151,6 +152,11 @@ adapters:
 	if env["HYPERFLEET_CLUSTER_ADAPTERS"] != `["validation","landing-zone"]` || env["HYPERFLEET_NODEPOOL_ADAPTERS"] != "[]" ||
 		env["HYPERFLEET_TEMPORAL_ADDRESS"] != "temporal.example:7233" || env["HYPERFLEET_TEMPORAL_TLS_CA"] != "/etc/hyperfleet/temporal-tls/ca.crt" {
 		t.Errorf("API env = %v", env)
+	}
+	// Optional adapters are set only when given: an empty list leaves the
+	// variable (and so a kinds file's optional_adapters) alone.
+	if opt, ok := env["HYPERFLEET_NODEPOOL_OPTIONAL_ADAPTERS"]; env["HYPERFLEET_CLUSTER_OPTIONAL_ADAPTERS"] != `["audit"]` || ok {
+		t.Errorf("API optional adapters: cluster %q, node pool %q (set: %v)", env["HYPERFLEET_CLUSTER_OPTIONAL_ADAPTERS"], opt, ok)
 	}
 	if path, _, _ := unstructured.NestedString(api, "readinessProbe", "httpGet", "path"); path != "/readyz?exclude=workflow-engine" {
 		t.Errorf("API readiness probe path = %q", path)
