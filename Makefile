@@ -130,7 +130,10 @@ bench: test-tools build ## Go benchmarks, the API load driver, and reconcile lat
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 10 --scenario changes
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 200 --modes temporal,poll
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 1000 --modes temporal,poll --timeout 30m
-	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 200 --scenario idle
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 200 --scenario idle --stability-window 30s --idle 2m
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 200 --scenario idle --stability-window 30s --watched-stability-window 10m --idle 12m
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 5 --scenario drift
+	$(BIN)/hyperfleet-reconcile-load --workload maestro --chain-dir $(CHAIN_DIR) --clusters 5 --scenario drift
 	$(BIN)/hyperfleet-reconcile-load --clusters 20000 --scenario restart --concurrency 40 --timeout 30m
 
 # The race detector needs cgo; the build of the Temporal server under -race

@@ -24,6 +24,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/phase"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -130,14 +131,14 @@ func TestRunReportsStatusToTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Summary.Reported || res.Summary.ExecutionStatus != reconcile.ExecutionSucceeded || !res.Summary.Proceed() {
+	if !res.Summary.Reported || res.Summary.ExecutionStatus != phase.ExecutionSucceeded || !res.Summary.Proceed() {
 		t.Fatalf("run summary = %+v", res.Summary)
 	}
 	var phases []string
 	for _, p := range res.Phases {
-		phases = append(phases, p.Phase+"="+p.Outcome)
+		phases = append(phases, string(p.Phase)+"="+string(p.Outcome))
 	}
-	if got := strings.Join(phases, " "); got != "params=success preconditions=success resources=success post=success" {
+	if got := strings.Join(phases, " "); got != "params=SUCCESS preconditions=SUCCESS resources=SUCCESS post=SUCCESS" {
 		t.Errorf("phases = %s", got)
 	}
 	got := a.get(t, c)

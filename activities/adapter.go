@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
+	"github.com/hyperfleet/hyperfleet/phase"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -77,16 +77,16 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 	heartbeatingWith(ctx, current.Load, func(ctx context.Context) {
 		d := timed("preconditions", func() { st = a.Engine.Prepare(ctx, event) })
 		phases = append(phases,
-			phaseReport(executor.PhaseParams, st.Trace.Params.Outcome, st.Trace.Params.Reason, 0),
-			phaseReport(executor.PhasePreconditions, st.Trace.Preconditions.Outcome, st.Trace.Preconditions.Reason, d))
+			phaseReport(phase.Params, st.Trace.Params.Outcome, st.Trace.Params.Reason, 0),
+			phaseReport(phase.Preconditions, st.Trace.Preconditions.Outcome, st.Trace.Preconditions.Reason, d))
 		d = timed("resources", func() { a.Engine.ApplyResources(ctx, st) })
-		phases = append(phases, phaseReport(executor.PhaseResources, st.Trace.Resources.Outcome, st.Trace.Resources.Reason, d))
+		phases = append(phases, phaseReport(phase.Resources, st.Trace.Resources.Outcome, st.Trace.Resources.Reason, d))
 		d = timed("post", func() { post, postErr = a.Engine.Report(ctx, st) })
 		reason := ""
 		if postErr != nil {
 			reason = postErr.Error()
 		}
-		phases = append(phases, phaseReport(executor.PhasePost, st.Trace.Post.Outcome, reason, d))
+		phases = append(phases, phaseReport(phase.Post, st.Trace.Post.Outcome, reason, d))
 	})
 	if postErr != nil {
 		if ctx.Err() != nil || (post != nil && post.Retryable) {
@@ -101,10 +101,14 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 	a.logRetry(ctx, st)
 	res := reconcile.RunResult{Summary: summarize(st, post), Phases: phases}
 	for _, step := range st.Trace.Resources.Steps {
-		res.Resources = append(res.Resources, step.Name+"="+strings.ToLower(step.Operation))
+		res.Resources = append(res.Resources, step.Name+"="+string(step.Operation))
 	}
 	res.Seen = seenObjects(st.Resources)
-	res.Watched = a.Engine.WatchesResources()
+	// Watched decides the resource's safety-net window; an adapter that
+	// applies nothing has nothing of its own to drift.
+	res.Unwatched = a.Engine.Unwatched()
+	res.Watched = res.Unwatched == ""
+	res.RecheckAt = st.RecheckAt
 	return res, nil
 }
 
@@ -124,22 +128,22 @@ func seenObjects(resources map[string]any) map[string]string {
 	return out
 }
 
-func phaseReport(phase, outcome, reason string, d time.Duration) reconcile.PhaseReport {
-	return reconcile.PhaseReport{Phase: phase, Outcome: strings.ToLower(outcome), Reason: reason, DurationMS: d.Milliseconds()}
+func phaseReport(name phase.Name, outcome phase.Outcome, reason string, d time.Duration) reconcile.PhaseReport {
+	return reconcile.PhaseReport{Phase: name, Outcome: outcome, Reason: reason, DurationMS: d.Milliseconds()}
 }
 
 // logRetry notes an attempt after the first, with what it acted on.
 func (a *Adapter) logRetry(ctx context.Context, st *executor.State) {
 	if info := activity.GetInfo(ctx); info.Attempt > 1 {
-		a.Logger.Info().Str("adapter", a.Engine.Name()).Interface("kind", st.Event["kind"]).Interface("resource_id", st.Event["id"]).
-			Interface("generation", st.Event["generation"]).Str("activity", info.ActivityType.Name).
+		a.Logger.Info().Str("adapter", a.Engine.Name()).Str("kind", st.Ref.Kind).Str("resource_id", st.Ref.ID).
+			Int64("generation", st.Ref.Generation).Str("activity", info.ActivityType.Name).
 			Int32("attempt", info.Attempt).Msg("activity retried")
 	}
 }
 
 func summarize(st *executor.State, post *executor.PostResult) reconcile.Summary {
 	s := reconcile.Summary{
-		ExecutionStatus:  reconcile.ExecutionStatus(st.Meta.ExecutionStatus),
+		ExecutionStatus:  phase.ExecutionStatus(st.Meta.ExecutionStatus),
 		ResourcesSkipped: st.Meta.ResourcesSkipped,
 		SkipReason:       st.Meta.SkipReason,
 		Gone:             st.Gone,
@@ -170,9 +174,7 @@ func eventMap(ev resource.Event) (map[string]any, error) {
 }
 
 func resourceOf(st *executor.State) string {
-	kind, _ := st.Event["kind"].(string)
-	id, _ := st.Event["id"].(string)
-	return kind + " " + id
+	return st.Ref.Kind + " " + st.Ref.ID
 }
 
 // heartbeatingWith runs fn while telling Temporal the activity is alive, so

@@ -107,10 +107,21 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 			transports[client] = t
 		}
 	}
-	return executor.New(b, executor.Options{
+	eng, err := executor.New(b, executor.Options{
 		API: api, Transports: transports, Metrics: deps.Metrics,
 		Logger: deps.Logger, // the engine adds the adapter name to every line
 	})
+	if err != nil {
+		return nil, err
+	}
+	if eng.HasResources() {
+		deps.Metrics.Watched(name, eng.Unwatched)
+		if why := eng.Unwatched(); why != "" {
+			deps.Logger.Warn().Str("adapter", name).Str("unwatched", why).
+				Msg("this worker does not watch what the adapter applies: its resources keep the short safety-net window (--stability-window), and drift is repaired only at their rounds")
+		}
+	}
+	return eng, nil
 }
 
 // LoadAdapters loads every adapter; the first that fails stops the load.

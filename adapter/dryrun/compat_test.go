@@ -45,7 +45,7 @@ func run(t *testing.T, b *taskconfig.Bundle, responses, discovery string) *Repor
 func ops(st *executor.State) string {
 	var out []string
 	for _, s := range st.Trace.Resources.Steps {
-		out = append(out, s.Name+"="+s.Operation)
+		out = append(out, s.Name+"="+string(s.Operation))
 	}
 	return strings.Join(out, " ")
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
 	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // Inputs are the three mock files; only the event is required.
@@ -128,7 +129,7 @@ func outcome(st *executor.State, postErr error) string {
 	switch {
 	case st.Gone:
 		return "GONE"
-	case postErr != nil || st.Meta.ExecutionStatus == executor.StatusFailed:
+	case postErr != nil || st.Meta.ExecutionStatus == phase.ExecutionFailed:
 		return "FAILED"
 	case st.Meta.ResourcesSkipped:
 		return "SKIPPED"

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // SchemaVersion names the JSON output's schema; it changes only when the
@@ -72,14 +73,14 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 
 	outcome, suffix := tr.Preconditions.Outcome, ""
 	switch outcome {
-	case executor.OutcomeSuccess:
+	case phase.Success:
 		suffix = " (MET)"
-	case executor.OutcomeNotMet:
-		outcome, suffix = executor.OutcomeSuccess, " (NOT MET)"
+	case phase.NotMet:
+		outcome, suffix = phase.Success, " (NOT MET)"
 	}
 	p.phase("Phase 2: Preconditions", outcome, suffix)
 	for i, s := range tr.Preconditions.Steps {
-		p.step(i, len(tr.Preconditions.Steps), s.Name, s.Outcome)
+		p.step(i, len(tr.Preconditions.Steps), s.Name, string(s.Outcome))
 		p.call(s.Call, verbose)
 		for _, c := range s.Captures {
 			p.line("    Captured: %s = %s", c.Name, short(c.Value, 100))
@@ -106,7 +107,7 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 
 	p.phase("Phase 3: Resources", tr.Resources.Outcome, "")
 	for i, s := range tr.Resources.Steps {
-		p.step(i, len(tr.Resources.Steps), s.Name, s.Operation)
+		p.step(i, len(tr.Resources.Steps), s.Name, string(s.Operation))
 		target := ""
 		if s.Target != "" {
 			target = "  Target: " + s.Target
@@ -190,7 +191,7 @@ func (p *printer) line(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-func (p *printer) phase(title, outcome, suffix string) {
+func (p *printer) phase(title string, outcome phase.Outcome, suffix string) {
 	if outcome == "" {
 		p.line("%s", title)
 		return
@@ -211,8 +212,8 @@ func (p *printer) step(i, n int, name, outcome string) {
 	p.line("%s%s%s", label, strings.Repeat(" ", pad), outcome)
 }
 
-func (p *printer) reason(reason, outcome string) {
-	if reason != "" && outcome != executor.OutcomeSuccess {
+func (p *printer) reason(reason string, outcome phase.Outcome) {
+	if reason != "" && outcome != phase.Success {
 		p.line("  Reason: %s", reason)
 	}
 }

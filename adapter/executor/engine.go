@@ -25,6 +25,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/template"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // Options wire an engine to the outside world.
@@ -137,20 +138,31 @@ func (e *Engine) Name() string { return e.name }
 // without resources (a validation adapter) only records the phase's outcome.
 func (e *Engine) HasResources() bool { return len(e.task.Resources) > 0 }
 
-// WatchesResources reports whether every resource's transport watches
-// what it applies (and so stamps the labels its watch selects): a change of
-// readiness of anything this adapter applies then wakes the workflow.
+// WatchesResources reports whether the adapter applies resources and every
+// one of them is watched (Unwatched is ""): a change of readiness of
+// anything this adapter applies then wakes the workflow.
 func (e *Engine) WatchesResources() bool {
-	if len(e.task.Resources) == 0 {
-		return false
-	}
+	return len(e.task.Resources) > 0 && e.Unwatched() == ""
+}
+
+// Unwatched says why a change to what this adapter applies could go
+// unnoticed between rounds: the first resource whose transport does not
+// watch what it applies, or whose watch is not working now. "" when every
+// object is watched, and for an adapter that applies nothing (nothing of
+// its own can drift). A resource whose adapter has something unwatched
+// keeps the short safety-net window (reconcile.Options).
+func (e *Engine) Unwatched() string {
 	for i := range e.task.Resources {
-		w, ok := e.opts.Transports[e.task.Resources[i].Client()].(transport.Watcher)
+		r := &e.task.Resources[i]
+		w, ok := e.opts.Transports[r.Client()].(transport.Watcher)
 		if !ok || !w.Watches() {
-			return false
+			return fmt.Sprintf("resource %s: its %s transport does not watch what it applies", r.Name, r.Client())
+		}
+		if h, ok := w.(transport.WatchHealth); ok && !h.WatchHealthy() {
+			return fmt.Sprintf("resource %s: the %s watch is not working (see the worker's log)", r.Name, r.Client())
 		}
 	}
-	return true
+	return ""
 }
 
 // Task exposes the task config (for tooling).
@@ -174,44 +186,44 @@ func (e *Engine) Run(ctx context.Context, event map[string]any) (*Result, error)
 func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
 	st := NewState(NormalizeEvent(event))
 	log := e.logFor(st)
-	ctx, span := e.phaseSpan(ctx, PhasePreconditions, st)
+	ctx, span := e.phaseSpan(ctx, phase.Preconditions, st)
 	defer func() { e.endSpan(span, st, st.Trace.Preconditions.Outcome) }()
 	start := time.Now()
 	e.params(ctx, st)
-	e.observe(PhaseParams, st.Trace.Params.Outcome, start)
+	e.observe(phase.Params, st.Trace.Params.Outcome, start)
 	if st.Meta.ExecutionError == nil {
 		start = time.Now()
 		e.preconditions(ctx, st)
-		e.observe(PhasePreconditions, st.Trace.Preconditions.Outcome, start)
+		e.observe(phase.Preconditions, st.Trace.Preconditions.Outcome, start)
 	} else {
-		st.Trace.Preconditions.Outcome = OutcomeSkipped
+		st.Trace.Preconditions.Outcome = phase.Skipped
 		st.Trace.Preconditions.Reason = "params failed"
 	}
-	log.Debug().Str("params", st.Trace.Params.Outcome).Str("preconditions", st.Trace.Preconditions.Outcome).
+	log.Debug().Str("params", string(st.Trace.Params.Outcome)).Str("preconditions", string(st.Trace.Preconditions.Outcome)).
 		Bool("resources_skipped", st.Meta.ResourcesSkipped).Msg("prepared")
 	return st
 }
 
 // ApplyResources runs the resources phase: the second activity.
 func (e *Engine) ApplyResources(ctx context.Context, st *State) {
-	ctx, span := e.phaseSpan(ctx, PhaseResources, st)
+	ctx, span := e.phaseSpan(ctx, phase.Resources, st)
 	defer func() { e.endSpan(span, st, st.Trace.Resources.Outcome) }()
 	start := time.Now()
 	e.resources(ctx, st)
-	e.observe(PhaseResources, st.Trace.Resources.Outcome, start)
+	e.observe(phase.Resources, st.Trace.Resources.Outcome, start)
 }
 
 // Report runs the post phase: the third activity. It always runs.
 func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
-	ctx, span := e.phaseSpan(ctx, PhasePost, st)
+	ctx, span := e.phaseSpan(ctx, phase.Post, st)
 	start := time.Now()
 	res, err := e.post(ctx, st)
 	tracing.Fail(span, err)
 	e.endSpan(span, st, st.Trace.Post.Outcome)
-	e.observe(PhasePost, st.Trace.Post.Outcome, start)
+	e.observe(phase.Post, st.Trace.Post.Outcome, start)
 	outcome := "success"
 	switch {
-	case err != nil || st.Meta.ExecutionStatus == StatusFailed:
+	case err != nil || st.Meta.ExecutionStatus == phase.ExecutionFailed:
 		outcome = "failed"
 	case st.Meta.ResourcesSkipped:
 		outcome = "skipped"
@@ -221,7 +233,7 @@ func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
 	if outcome == "failed" {
 		ev = e.logFor(st).Warn()
 		if st.Meta.ExecutionError != nil {
-			ev = ev.Str("phase", st.Meta.ExecutionError.Phase).Str("step", st.Meta.ExecutionError.Step).Str("error", st.Meta.ExecutionError.Message)
+			ev = ev.Str("phase", string(st.Meta.ExecutionError.Phase)).Str("step", st.Meta.ExecutionError.Step).Str("error", st.Meta.ExecutionError.Message)
 		}
 		if err != nil {
 			ev = ev.AnErr("post_error", err)
@@ -233,29 +245,29 @@ func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
 
 // phaseSpan starts the span of one phase as a child of the span in ctx
 // (the activity's); without a traced caller it is a no-op.
-func (e *Engine) phaseSpan(ctx context.Context, phase string, st *State) (context.Context, trace.Span) {
-	ctx, span := tracing.Start(ctx, "adapter."+phase)
+func (e *Engine) phaseSpan(ctx context.Context, name phase.Name, st *State) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, "adapter."+string(name))
 	if !span.IsRecording() {
 		return ctx, span
 	}
-	attrs := []attribute.KeyValue{tracing.AttrAdapter.String(e.name), tracing.AttrPhase.String(phase)}
-	if id, ok := st.Event["id"].(string); ok {
-		attrs = append(attrs, tracing.AttrResourceID.String(id))
+	attrs := []attribute.KeyValue{tracing.AttrAdapter.String(e.name), tracing.AttrPhase.String(string(name))}
+	if st.Ref.ID != "" {
+		attrs = append(attrs, tracing.AttrResourceID.String(st.Ref.ID))
 	}
-	if k, ok := st.Event["kind"].(string); ok {
-		attrs = append(attrs, tracing.AttrKind.String(k))
+	if st.Ref.Kind != "" {
+		attrs = append(attrs, tracing.AttrKind.String(st.Ref.Kind))
 	}
-	if g, ok := eventGeneration(st.Event["generation"]); ok {
-		attrs = append(attrs, tracing.AttrGeneration.Int64(g))
+	if st.Ref.HasGeneration {
+		attrs = append(attrs, tracing.AttrGeneration.Int64(st.Ref.Generation))
 	}
 	span.SetAttributes(attrs...)
 	return ctx, span
 }
 
 // endSpan records a phase's outcome and ends its span.
-func (e *Engine) endSpan(span trace.Span, st *State, outcome string) {
+func (e *Engine) endSpan(span trace.Span, st *State, outcome phase.Outcome) {
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String("hyperfleet.adapter.outcome", strings.ToLower(outcome)))
+		span.SetAttributes(attribute.String("hyperfleet.adapter.outcome", strings.ToLower(string(outcome))))
 		if st.Meta.ExecutionError != nil {
 			span.SetAttributes(attribute.String("hyperfleet.adapter.error", st.Meta.ExecutionError.Message))
 		}
@@ -280,21 +292,22 @@ func eventGeneration(v any) (int64, bool) {
 	return 0, false
 }
 
-func (e *Engine) observe(phase, outcome string, start time.Time) {
-	e.opts.Metrics.Phase(e.name, phase, strings.ToLower(outcome), time.Since(start))
+func (e *Engine) observe(name phase.Name, outcome phase.Outcome, start time.Time) {
+	// Metric labels keep their lower-case spelling (dashboards select on it).
+	e.opts.Metrics.Phase(e.name, string(name), strings.ToLower(string(outcome)), time.Since(start))
 }
 
 // logFor returns a logger carrying the resource id, generation and adapter.
 func (e *Engine) logFor(st *State) *zerolog.Logger {
 	l := e.opts.Logger.With().Str("adapter", e.name)
-	if id, ok := st.Event["id"].(string); ok {
-		l = l.Str("resource_id", id)
+	if st.Ref.ID != "" {
+		l = l.Str("resource_id", st.Ref.ID)
 	}
-	if k, ok := st.Event["kind"].(string); ok {
-		l = l.Str("kind", k)
+	if st.Ref.Kind != "" {
+		l = l.Str("kind", st.Ref.Kind)
 	}
-	if g, ok := st.Event["generation"]; ok {
-		l = l.Interface("generation", g)
+	if st.Ref.HasGeneration {
+		l = l.Int64("generation", st.Ref.Generation)
 	}
 	logger := l.Logger()
 	return &logger

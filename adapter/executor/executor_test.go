@@ -23,6 +23,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 var clock = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -262,7 +263,7 @@ func TestRunCreateSkipUpdateDelete(t *testing.T) {
 	ops := func() string {
 		var out []string
 		for _, s := range st.Trace.Resources.Steps {
-			out = append(out, s.Name+"="+s.Operation)
+			out = append(out, s.Name+"="+string(s.Operation))
 		}
 		return strings.Join(out, " ")
 	}
@@ -365,13 +366,13 @@ func TestDiscoveryThatFindsNothingFailsTheResourcesPhase(t *testing.T) {
 			}
 			var ops []string
 			for _, s := range st.Trace.Resources.Steps {
-				ops = append(ops, s.Name+"="+s.Operation)
+				ops = append(ops, s.Name+"="+string(s.Operation))
 			}
 			if strings.Join(ops, " ") != tc.ops {
 				t.Errorf("operations = %v, want %s (the phase stops at the failed resource)", ops, tc.ops)
 			}
 			e := st.Meta.ExecutionError
-			if st.Meta.ExecutionStatus != StatusFailed || e == nil || e.Phase != PhaseResources || e.Step != tc.step || st.Trace.Resources.Outcome != OutcomeFailed {
+			if st.Meta.ExecutionStatus != phase.ExecutionFailed || e == nil || e.Phase != phase.Resources || e.Step != tc.step || st.Trace.Resources.Outcome != phase.Failed {
 				t.Fatalf("meta = %+v, error %+v, resources outcome %s", st.Meta, e, st.Trace.Resources.Outcome)
 			}
 			for _, w := range tc.want {
@@ -401,7 +402,7 @@ func TestDiscoveryThatFindsNothingFailsTheResourcesPhase(t *testing.T) {
 	}
 	h := newHarness(t, noDiscovery)
 	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
-	if st, _, err := h.run(t, event); err != nil || st.Meta.ExecutionStatus != StatusSuccess {
+	if st, _, err := h.run(t, event); err != nil || st.Meta.ExecutionStatus != phase.ExecutionSucceeded {
 		t.Errorf("without discovery: %v, %+v", err, st.Meta)
 	}
 }
@@ -474,7 +475,7 @@ post:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Meta.ExecutionStatus != StatusSuccess {
+	if st.Meta.ExecutionStatus != phase.ExecutionSucceeded {
 		t.Fatalf("run failed: %+v", st.Meta.ExecutionError)
 	}
 	got, _ := json.Marshal(post.Payloads["p"]["all"])
@@ -517,7 +518,7 @@ post:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Trace.Preconditions.Outcome != OutcomeSkipped || st.Trace.Resources.Outcome != OutcomeSkipped {
+	if st.Trace.Preconditions.Outcome != phase.Skipped || st.Trace.Resources.Outcome != phase.Skipped {
 		t.Errorf("later phases ran: %s %s", st.Trace.Preconditions.Outcome, st.Trace.Resources.Outcome)
 	}
 	p := h.api.lastPut(t)
@@ -566,7 +567,7 @@ post:
 	h := newHarness(t, task)
 	h.api.objects["/clusters/c1"] = map[string]any{"spec": map[string]any{"nodes": 5}, "status": map[string]any{"conditions": []any{map[string]any{"type": "Reconciled", "status": "False"}}}}
 	st, post, _ := h.run(t, event)
-	if st.Trace.Preconditions.Outcome != OutcomeNotMet || len(h.cluster.Ops) != 0 || st.Meta.ExecutionStatus != StatusSuccess {
+	if st.Trace.Preconditions.Outcome != phase.NotMet || len(h.cluster.Ops) != 0 || st.Meta.ExecutionStatus != phase.ExecutionSucceeded {
 		t.Fatalf("outcome %s, ops %v, status %s", st.Trace.Preconditions.Outcome, h.cluster.Ops, st.Meta.ExecutionStatus)
 	}
 	s := post.Payloads["s"]
@@ -622,7 +623,7 @@ post:
 	delete(h.api.codes, "GET /clusters/c1")
 	h.api.puts = nil
 	st, post, err := h.run(t, event)
-	if err != nil || !st.Gone || st.Meta.ExecutionStatus != StatusSuccess || len(h.api.puts) != 0 || post.Reported {
+	if err != nil || !st.Gone || st.Meta.ExecutionStatus != phase.ExecutionSucceeded || len(h.api.puts) != 0 || post.Reported {
 		t.Errorf("gone: err %v gone %v status %s puts %d", err, st.Gone, st.Meta.ExecutionStatus, len(h.api.puts))
 	}
 	if st.Trace.Post.Actions[0].Outcome != ActionSkipped {
@@ -768,7 +769,7 @@ resources:
 	ops := func(st *State) string {
 		var out []string
 		for _, s := range st.Trace.Resources.Steps {
-			out = append(out, s.Name+"="+s.Operation)
+			out = append(out, s.Name+"="+string(s.Operation))
 		}
 		return strings.Join(out, " ")
 	}
@@ -1014,7 +1015,7 @@ func TestConcurrentRunsOfOneEngine(t *testing.T) {
 			for range runs {
 				ev := map[string]any{"id": id, "kind": "Cluster", "href": "/api/hyperfleet/v1/clusters/" + id, "generation": int64(3)}
 				res, err := h.engine.Run(context.Background(), ev)
-				if err != nil || res.State.Meta.ExecutionStatus != StatusSuccess {
+				if err != nil || res.State.Meta.ExecutionStatus != phase.ExecutionSucceeded {
 					errs <- fmt.Errorf("%s: %v %+v", id, err, res.State.Meta.ExecutionError)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // errGone marks a 404 from the API for the resource being reconciled.
@@ -25,7 +26,7 @@ var errNotSent = errors.New("request not sent")
 // params resolves every param in order; a failure stops the phase.
 func (e *Engine) params(ctx context.Context, st *State) {
 	tr := &st.Trace.Params
-	tr.Outcome = OutcomeSuccess
+	tr.Outcome = phase.Success
 	for i := range e.task.Params {
 		p := &e.task.Params[i]
 		step := ParamStep{Name: p.Name, Source: describeSource(p.Source)}
@@ -35,7 +36,7 @@ func (e *Engine) params(ctx context.Context, st *State) {
 			step.Error = err.Error()
 			tr.Steps = append(tr.Steps, step)
 			e.gone(st, call)
-			tr.Outcome, tr.Reason = OutcomeSkipped, st.Meta.SkipReason
+			tr.Outcome, tr.Reason = phase.Skipped, st.Meta.SkipReason
 			return
 		}
 		if err == nil && !found {
@@ -68,8 +69,8 @@ func (e *Engine) params(ctx context.Context, st *State) {
 		if err != nil {
 			step.Error = err.Error()
 			tr.Steps = append(tr.Steps, step)
-			st.Meta.fail(StepError{Phase: PhaseParams, Step: p.Name, Message: err.Error()})
-			tr.Outcome, tr.Reason = OutcomeFailed, err.Error()
+			st.Meta.fail(StepError{Phase: phase.Params, Step: p.Name, Message: err.Error()})
+			tr.Outcome, tr.Reason = phase.Failed, err.Error()
 			return
 		}
 		step.Value = value

@@ -12,6 +12,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/fieldpath"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/template"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // PostResult is what the post phase produced.
@@ -32,7 +33,7 @@ var ErrPost = errors.New("post phase failed")
 // the resource is gone it builds but reports nothing.
 func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 	tr := &st.Trace.Post
-	tr.Outcome = OutcomeSuccess
+	tr.Outcome = phase.Success
 	res := &PostResult{Payloads: map[string]map[string]any{}}
 	if e.task.Post == nil {
 		return res, nil
@@ -41,7 +42,7 @@ func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 	extra := map[string]any{}
 	var firstErr error
 	fail := func(err error) {
-		tr.Outcome = OutcomeFailed
+		tr.Outcome = phase.Failed
 		if firstErr == nil {
 			firstErr = err
 		}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/fieldpath"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // preconditions runs the checks in order. An error fails the run; the first
 // check not met skips the resources (post still runs).
 func (e *Engine) preconditions(ctx context.Context, st *State) {
 	tr := &st.Trace.Preconditions
-	tr.Outcome = OutcomeSuccess
+	tr.Outcome = phase.Success
 	for i := range e.task.Preconditions {
 		pc := &e.task.Preconditions[i]
 		step, met, err := e.precondition(ctx, st, pc)
@@ -22,16 +23,16 @@ func (e *Engine) preconditions(ctx context.Context, st *State) {
 		switch {
 		case errors.Is(err, errGone):
 			e.gone(st, step.Call)
-			tr.Outcome, tr.Reason = OutcomeSkipped, st.Meta.SkipReason
+			tr.Outcome, tr.Reason = phase.Skipped, st.Meta.SkipReason
 			return
 		case err != nil:
-			st.Meta.fail(StepError{Phase: PhasePreconditions, Step: pc.Name, Message: err.Error()})
-			tr.Outcome, tr.Reason = OutcomeFailed, err.Error()
+			st.Meta.fail(StepError{Phase: phase.Preconditions, Step: pc.Name, Message: err.Error()})
+			tr.Outcome, tr.Reason = phase.Failed, err.Error()
 			return
 		case !met:
 			reason := fmt.Sprintf("precondition %q not met: %s", pc.Name, step.Message)
 			st.Meta.skip(reason)
-			tr.Outcome, tr.Reason = OutcomeNotMet, reason
+			tr.Outcome, tr.Reason = phase.NotMet, reason
 			return
 		}
 	}
@@ -78,10 +79,12 @@ func (e *Engine) precondition(ctx context.Context, st *State, pc *taskconfig.Pre
 		}
 	}
 	if met && pc.Expression != "" {
-		v, err := e.evalCEL(ctx, pc.Expression, st.celVars(e.name, e.version))
+		vars := st.celVars(e.name, e.version)
+		v, err := e.evalCEL(ctx, pc.Expression, vars)
 		if err != nil {
 			return fail(err)
 		}
+		e.noteRecheck(ctx, st, pc.Expression, vars)
 		step.Expression = &ExprEval{Expression: strings.TrimSpace(pc.Expression), Result: v}
 		b, ok := v.(bool)
 		if !ok {
@@ -96,6 +99,19 @@ func (e *Engine) precondition(ctx context.Context, st *State, pc *taskconfig.Pre
 		step.Outcome, step.Message = StepFail, strings.Join(why, "; ")
 	}
 	return step, met, nil
+}
+
+// noteRecheck records when the expression's answer changes with time
+// alone (a stableFor that turns true), so the round is repeated then and
+// not at the next safety-net round.
+func (e *Engine) noteRecheck(ctx context.Context, st *State, src string, vars map[string]any) {
+	p, err := e.cel.Compile(src, e.declared)
+	if err != nil {
+		return
+	}
+	if at, ok := p.NextChange(ctx, vars, e.opts.Now(), RecheckHorizon); ok {
+		st.recheck(at)
+	}
 }
 
 // capture extracts one value from a response. A field that is absent takes

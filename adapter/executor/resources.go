@@ -14,6 +14,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // resources applies, deletes and discovers each resource in order. An apply
@@ -23,13 +24,13 @@ func (e *Engine) resources(ctx context.Context, st *State) {
 	tr := &st.Trace.Resources
 	switch {
 	case st.Meta.ExecutionError != nil:
-		tr.Outcome, tr.Reason = OutcomeSkipped, "an earlier phase failed"
+		tr.Outcome, tr.Reason = phase.Skipped, "an earlier phase failed"
 		return
 	case st.Meta.ResourcesSkipped:
-		tr.Outcome, tr.Reason = OutcomeSkipped, st.Meta.SkipReason
+		tr.Outcome, tr.Reason = phase.Skipped, st.Meta.SkipReason
 		return
 	}
-	tr.Outcome = OutcomeSuccess
+	tr.Outcome = phase.Success
 	if e.observeFirst {
 		e.observeCluster(ctx, st)
 	}
@@ -38,16 +39,16 @@ func (e *Engine) resources(ctx context.Context, st *State) {
 		step, applyErr := e.resource(ctx, st, r)
 		tr.Steps = append(tr.Steps, step)
 		if step.Error != "" {
-			se := StepError{Phase: PhaseResources, Step: r.Name, Message: step.Error}
+			se := StepError{Phase: phase.Resources, Step: r.Name, Message: step.Error}
 			if st.Meta.ResourceErrors == nil {
 				st.Meta.ResourceErrors = map[string]StepError{}
 			}
 			st.Meta.ResourceErrors[r.Name] = se
 			st.Meta.fail(se)
-			tr.Outcome, tr.Reason = OutcomeFailed, st.Meta.ExecutionError.Message
-			e.opts.Metrics.Resource(e.name, r.Client(), strings.ToLower(step.Operation), "error")
+			tr.Outcome, tr.Reason = phase.Failed, st.Meta.ExecutionError.Message
+			e.opts.Metrics.Resource(e.name, r.Client(), strings.ToLower(string(step.Operation)), "error")
 		} else {
-			e.opts.Metrics.Resource(e.name, r.Client(), strings.ToLower(step.Operation), "ok")
+			e.opts.Metrics.Resource(e.name, r.Client(), strings.ToLower(string(step.Operation)), "ok")
 		}
 		if applyErr {
 			return
@@ -90,7 +91,7 @@ func (e *Engine) observeCluster(ctx context.Context, st *State) {
 // the phase (apply) or not (delete).
 func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource) (ResourceStep, bool) {
 	step := ResourceStep{Name: r.Name, Transport: r.Client()}
-	fail := func(op string, err error) (ResourceStep, bool) {
+	fail := func(op Operation, err error) (ResourceStep, bool) {
 		step.Operation, step.Error = op, err.Error()
 		return step, op != OpDelete
 	}
@@ -180,9 +181,9 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 
 // notDiscovered says what the resource's discovery looked for after an
 // apply and did not find, next to what was applied.
-func (e *Engine) notDiscovered(r *taskconfig.Resource, manifest transport.Object, target, op string, data map[string]any) error {
+func (e *Engine) notDiscovered(r *taskconfig.Resource, manifest transport.Object, target string, op Operation, data map[string]any) error {
 	ref := transport.RefOf(manifest)
-	applied := map[string]string{OpCreate: "created", OpUpdate: "updated", OpSkip: "already up to date", OpRecreate: "recreated"}[op]
+	applied := map[Operation]string{OpCreate: "created", OpUpdate: "updated", OpSkip: "already up to date", OpRecreate: "recreated"}[op]
 	d := r.Discovery
 	if d == nil || d.ByName == "" && d.BySelectors == nil {
 		return fmt.Errorf("resource %s: %s %q was %s, but reading it back found nothing", r.Name, ref.Kind, ref.Name, applied)
@@ -221,9 +222,7 @@ func (e *Engine) notDiscovered(r *taskconfig.Resource, manifest transport.Object
 // for, so the worker's watch can wake the resource's workflow when the
 // object changes.
 func (e *Engine) stamp(st *State, manifest transport.Object) {
-	kind, _ := st.Event["kind"].(string)
-	id, _ := st.Event["id"].(string)
-	transport.Stamp(manifest, e.name, kind, id)
+	transport.Stamp(manifest, e.name, st.Ref.Kind, st.Ref.ID)
 }
 
 // deleteResource deletes the discovered object, then rediscovers it: gone

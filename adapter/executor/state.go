@@ -2,46 +2,31 @@ package executor
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
-)
-
-// ExecutionStatus is adapter.executionStatus: how a run ended.
-type ExecutionStatus string
-
-// Execution statuses.
-const (
-	StatusSuccess ExecutionStatus = "success"
-	StatusFailed  ExecutionStatus = "failed"
-)
-
-// Phases named in adapter.executionError.phase.
-const (
-	PhaseParams        = "params"
-	PhasePreconditions = "preconditions"
-	PhaseResources     = "resources"
-	PhasePost          = "post"
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // StepError is one failure: where and why.
 type StepError struct {
-	Phase   string `json:"phase"`
-	Step    string `json:"step"`
-	Message string `json:"message"`
+	Phase   phase.Name `json:"phase"`
+	Step    string     `json:"step"`
+	Message string     `json:"message"`
 }
 
 // Meta is the adapter.* context every post expression can read.
 type Meta struct {
-	ExecutionStatus  ExecutionStatus      `json:"executionStatus"`
-	ResourcesSkipped bool                 `json:"resourcesSkipped"`
-	SkipReason       string               `json:"skipReason,omitempty"`
-	ExecutionError   *StepError           `json:"executionError,omitempty"`
-	ResourceErrors   map[string]StepError `json:"resourceErrors,omitempty"`
+	ExecutionStatus  phase.ExecutionStatus `json:"executionStatus"`
+	ResourcesSkipped bool                  `json:"resourcesSkipped"`
+	SkipReason       string                `json:"skipReason,omitempty"`
+	ExecutionError   *StepError            `json:"executionError,omitempty"`
+	ResourceErrors   map[string]StepError  `json:"resourceErrors,omitempty"`
 }
 
 // fail records a failure; the first one is the executionError.
 func (m *Meta) fail(e StepError) {
-	m.ExecutionStatus = StatusFailed
+	m.ExecutionStatus = phase.ExecutionFailed
 	if m.ExecutionError == nil {
 		m.ExecutionError = &e
 	}
@@ -59,6 +44,8 @@ type State struct {
 	// Event is the reconcile request ({id, kind, href, generation,
 	// owner_references}).
 	Event map[string]any `json:"event"`
+	// Ref is the event's kind, id and generation.
+	Ref EventRef `json:"-"`
 	// Vars holds params, captures and precondition responses by name.
 	Vars map[string]any `json:"vars"`
 	Meta Meta           `json:"adapter"`
@@ -70,14 +57,48 @@ type State struct {
 	Gone bool `json:"gone,omitempty"`
 	// Trace records what each phase did.
 	Trace Trace `json:"trace"`
+	// RecheckAt is the earliest time a time-based precondition evaluated
+	// in this run (stableFor, conditionAge, now()) gives another answer,
+	// when that is within RecheckHorizon: the workflow runs the adapter
+	// again then, whatever its other timers say.
+	RecheckAt time.Time `json:"recheck_at,omitzero"`
+}
+
+// RecheckHorizon is how far ahead a time-based precondition's next change
+// is looked for: beyond any stability window.
+const RecheckHorizon = 30 * 24 * time.Hour
+
+// recheck notes a time at which a precondition's answer changes.
+func (s *State) recheck(at time.Time) {
+	if s.RecheckAt.IsZero() || at.Before(s.RecheckAt) {
+		s.RecheckAt = at
+	}
+}
+
+// EventRef is what a run acts on, read from its event once: the
+// resource's kind, id and generation (HasGeneration false when the event
+// carries none). Code that needs them reads these, not the event map.
+type EventRef struct {
+	Kind, ID      string
+	Generation    int64
+	HasGeneration bool
+}
+
+func refOf(event map[string]any) EventRef {
+	r := EventRef{}
+	r.Kind, _ = event["kind"].(string)
+	r.ID, _ = event["id"].(string)
+	r.Generation, r.HasGeneration = eventGeneration(event["generation"])
+	return r
 }
 
 // NewState starts a run for an event.
 func NewState(event map[string]any) *State {
 	return &State{
 		Event:     event,
+		Ref:       refOf(event),
 		Vars:      map[string]any{},
-		Meta:      Meta{ExecutionStatus: StatusSuccess},
+		Meta:      Meta{ExecutionStatus: phase.ExecutionSucceeded},
 		Resources: map[string]any{},
 	}
 }
@@ -93,6 +114,7 @@ func (s *State) UnmarshalJSON(data []byte) error {
 	p.Event, _ = jsonvalue.NormalizeInPlace(reNumber(p.Event)).(map[string]any)
 	p.Vars, _ = jsonvalue.NormalizeInPlace(reNumber(p.Vars)).(map[string]any)
 	p.Resources, _ = jsonvalue.NormalizeInPlace(reNumber(p.Resources)).(map[string]any)
+	p.Ref = refOf(p.Event)
 	*s = State(p)
 	return nil
 }

@@ -1,5 +1,7 @@
 package executor
 
+import "github.com/hyperfleet/hyperfleet/phase"
+
 // Trace is a record of what a run did, phase by phase: the dry-run output
 // (text and JSON), and the detail behind log lines and Temporal results.
 // Its JSON form is a documented, stable schema (docs/adapter-authoring.md).
@@ -10,19 +12,11 @@ type Trace struct {
 	Post          PostTrace                    `json:"post"`
 }
 
-// Phase outcomes.
-const (
-	OutcomeSuccess = "SUCCESS"
-	OutcomeFailed  = "FAILED"
-	OutcomeSkipped = "SKIPPED"
-	OutcomeNotMet  = "NOT_MET"
-)
-
 // PhaseTrace is one phase: its outcome and steps.
 type PhaseTrace[S any] struct {
-	Outcome string `json:"outcome"`
-	Reason  string `json:"reason,omitempty"`
-	Steps   []S    `json:"steps"`
+	Outcome phase.Outcome `json:"outcome"`
+	Reason  string        `json:"reason,omitempty"`
+	Steps   []S           `json:"steps"`
 }
 
 // ParamStep is one resolved param.
@@ -46,17 +40,20 @@ type Call struct {
 	Error        string `json:"error,omitempty"`
 }
 
+// StepOutcome is how one precondition ended.
+type StepOutcome string
+
 // Precondition step outcomes.
 const (
-	StepPass    = "PASS"
-	StepFail    = "FAIL"
-	StepErrored = "ERROR"
+	StepPass    StepOutcome = "PASS"
+	StepFail    StepOutcome = "FAIL"
+	StepErrored StepOutcome = "ERROR"
 )
 
 // PreconditionStep is one precondition.
 type PreconditionStep struct {
 	Name       string          `json:"name"`
-	Outcome    string          `json:"outcome"`
+	Outcome    StepOutcome     `json:"outcome"`
 	Call       *Call           `json:"api_call,omitempty"`
 	Captures   []Captured      `json:"captures,omitempty"`
 	Conditions []ConditionEval `json:"conditions,omitempty"`
@@ -86,27 +83,30 @@ type ExprEval struct {
 	Result     any    `json:"result"`
 }
 
+// Operation is what the resources phase did to one resource.
+type Operation string
+
 // Resource operations.
 const (
-	OpCreate      = "CREATE"
-	OpUpdate      = "UPDATE"
-	OpSkip        = "SKIP"
-	OpRecreate    = "RECREATE"
-	OpDelete      = "DELETE"
-	OpCreateGated = "CREATE_GATED"
-	OpAbsent      = "ABSENT"
-	OpError       = "ERROR"
+	OpCreate      Operation = "CREATE"
+	OpUpdate      Operation = "UPDATE"
+	OpSkip        Operation = "SKIP"
+	OpRecreate    Operation = "RECREATE"
+	OpDelete      Operation = "DELETE"
+	OpCreateGated Operation = "CREATE_GATED"
+	OpAbsent      Operation = "ABSENT"
+	OpError       Operation = "ERROR"
 )
 
 // ResourceStep is one resource.
 type ResourceStep struct {
-	Name      string `json:"name"`
-	Operation string `json:"operation"`
-	Transport string `json:"transport"`
-	Target    string `json:"target,omitempty"`
-	Kind      string `json:"kind,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-	Object    string `json:"object_name,omitempty"`
+	Name      string    `json:"name"`
+	Operation Operation `json:"operation"`
+	Transport string    `json:"transport"`
+	Target    string    `json:"target,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Namespace string    `json:"namespace,omitempty"`
+	Object    string    `json:"object_name,omitempty"`
 	// Manifest is the rendered manifest (verbose dry-run output).
 	Manifest   map[string]any `json:"manifest,omitempty"`
 	Discovered bool           `json:"discovered"`
@@ -116,7 +116,7 @@ type ResourceStep struct {
 
 // PostTrace is the post phase: payloads, then actions.
 type PostTrace struct {
-	Outcome  string        `json:"outcome"`
+	Outcome  phase.Outcome `json:"outcome"`
 	Payloads []PayloadStep `json:"payloads"`
 	Actions  []ActionStep  `json:"actions"`
 }

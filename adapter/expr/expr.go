@@ -24,11 +24,16 @@ import (
 
 // Engine compiles and caches CEL programs. It is safe for concurrent use.
 type Engine struct {
-	base *cel.Env
-	now  func() time.Time
+	base  *cel.Env
+	clock *celClock
 
 	mu    sync.Mutex
 	cache map[string]*Program
+
+	// probe evaluates programs at other times than now (NextChange).
+	probeOnce sync.Once
+	probe     *probe
+	probeErr  error
 }
 
 // maxCost bounds the work one evaluation may do, so a hostile expression
@@ -41,7 +46,11 @@ func New(now func() time.Time) (*Engine, error) {
 	if now == nil {
 		now = time.Now
 	}
-	e := &Engine{now: now, cache: map[string]*Program{}}
+	return newEngine(&celClock{now: now})
+}
+
+func newEngine(c *celClock) (*Engine, error) {
+	e := &Engine{clock: c, cache: map[string]*Program{}}
 	opts := []cel.EnvOption{
 		cel.OptionalTypes(),
 		ext.Strings(),
@@ -71,6 +80,10 @@ type Program struct {
 	src  string
 	vars []string
 	prg  cel.Program
+	// in is the engine that compiled it; again compiles the same source
+	// the same way on another engine (the probe).
+	in    *Engine
+	again func(*Engine) (*Program, error)
 }
 
 // Source returns the expression text.
@@ -100,7 +113,7 @@ func (e *Engine) Compile(src string, vars []string) (*Program, error) {
 	if iss.Err() != nil {
 		return nil, &Error{Expr: src, Message: cleanIssues(iss.Err().Error())}
 	}
-	return e.program(key, src, vars, env, checked)
+	return e.program(key, src, vars, env, checked, func(o *Engine) (*Program, error) { return o.Compile(src, vars) })
 }
 
 // CompileOpen compiles src declaring every free identifier it uses, for
@@ -125,7 +138,7 @@ func (e *Engine) CompileOpen(src string, extra []string) (*Program, error) {
 	if iss.Err() != nil {
 		return nil, &Error{Expr: src, Message: cleanIssues(iss.Err().Error())}
 	}
-	return e.program(key, src, sortedUnique(vars), env, checked)
+	return e.program(key, src, sortedUnique(vars), env, checked, func(o *Engine) (*Program, error) { return o.CompileOpen(src, extra) })
 }
 
 func (e *Engine) cached(key string) *Program {
@@ -134,12 +147,12 @@ func (e *Engine) cached(key string) *Program {
 	return e.cache[key]
 }
 
-func (e *Engine) program(key, src string, vars []string, env *cel.Env, checked *cel.Ast) (*Program, error) {
+func (e *Engine) program(key, src string, vars []string, env *cel.Env, checked *cel.Ast, again func(*Engine) (*Program, error)) (*Program, error) {
 	prg, err := env.Program(checked, cel.CostLimit(maxCost), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, &Error{Expr: src, Message: err.Error()}
 	}
-	p := &Program{src: src, vars: sortedUnique(vars), prg: prg}
+	p := &Program{src: src, vars: sortedUnique(vars), prg: prg, in: e, again: again}
 	e.mu.Lock()
 	e.cache[key] = p
 	e.mu.Unlock()

@@ -21,7 +21,7 @@ func (e *Engine) functions() []cel.EnvOption {
 		cel.Function("now",
 			cel.Overload("now_string", nil, str,
 				cel.FunctionBinding(func(...ref.Val) ref.Val {
-					return types.String(e.now().UTC().Format(time.RFC3339))
+					return types.String(e.clock.Now().UTC().Format(time.RFC3339))
 				}))),
 		cel.Function("toJson",
 			cel.Overload("toJson_dyn", []*cel.Type{dyn}, str,
@@ -119,7 +119,7 @@ func (e *Engine) conditionAge(c map[string]any) int64 {
 	if err != nil {
 		return -1
 	}
-	return int64(e.now().Sub(t) / time.Second)
+	return int64(e.clock.Now().Sub(t) / time.Second)
 }
 
 // StatusFeedbackValue reads the string value of a ManifestWork status

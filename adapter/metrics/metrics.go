@@ -19,6 +19,7 @@ type Metrics struct {
 	resources    *prometheus.CounterVec
 	apiRequests  *prometheus.CounterVec
 	apiDurations *prometheus.HistogramVec
+	watched      *watchedCollector
 }
 
 // New registers the metrics on reg.
@@ -46,6 +47,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Latency of adapter HTTP calls, by API, method and endpoint template.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"adapter_name", "api", "method", "endpoint"}),
+		watched: &watchedCollector{unwatched: map[string]func() string{}},
 	}
 	if reg != nil {
 		m.Register(reg)
@@ -56,7 +58,17 @@ func New(reg prometheus.Registerer) *Metrics {
 // Register adds the metrics to reg, for metrics made with New(nil) before
 // the registry existed.
 func (m *Metrics) Register(reg prometheus.Registerer) {
-	reg.MustRegister(m.runs, m.phases, m.resources, m.apiRequests, m.apiDurations)
+	reg.MustRegister(m.runs, m.phases, m.resources, m.apiRequests, m.apiDurations, m.watched)
+}
+
+// Watched exports, per adapter, whether every object it applies is watched
+// now (hyperfleet_adapter_objects_watched): unwatched says why not, ""
+// when it is. A 0 means the adapter's resources fell back to the short
+// safety-net window: drift is repaired only at their rounds.
+func (m *Metrics) Watched(adapter string, unwatched func() string) {
+	if m != nil {
+		m.watched.add(adapter, unwatched)
+	}
 }
 
 // Run counts a finished run.

@@ -109,16 +109,19 @@ const (
 	LabelOwnerID   = "hyperfleet.io/owner-id"
 )
 
+// ChangeKind is what a Change reports.
+type ChangeKind string
+
 // What a Change reports.
 const (
 	// ChangeStatus: the object's status changed (a Job completed, a
 	// Deployment became available).
-	ChangeStatus = "status"
+	ChangeStatus ChangeKind = "status"
 	// ChangeModified: the object's content changed without a new
 	// generation annotation: someone else edited it.
-	ChangeModified = "modified"
+	ChangeModified ChangeKind = "modified"
 	// ChangeDeleted: the object is gone.
-	ChangeDeleted = "deleted"
+	ChangeDeleted ChangeKind = "deleted"
 )
 
 // Change is a change to an object an adapter manages, seen by a watch.
@@ -127,13 +130,13 @@ type Change struct {
 	OwnerKind string
 	OwnerID   string
 	Object    Ref
-	What      string
+	What      ChangeKind
 	// Digest is the object's Digest after the change; empty when it was
 	// deleted.
 	Digest string
 }
 
-func (c Change) String() string { return c.Object.String() + " " + c.What }
+func (c Change) String() string { return c.Object.String() + " " + string(c.What) }
 
 // Watcher is implemented by a transport that can watch what it applies.
 // The engine stamps the adapter and owner labels (Stamp) only on objects
@@ -141,6 +144,16 @@ func (c Change) String() string { return c.Object.String() + " " + c.What }
 // and routes by.
 type Watcher interface {
 	Watches() bool
+}
+
+// WatchHealth is implemented by a Watcher whose watch can stop working
+// while the worker runs: a watch refused for lack of list and watch
+// rights, a status stream that is down. WatchHealthy reports whether
+// every watch it started is working, so a run can say whether its objects'
+// changes will really be noticed (RunResult.Watched), and the workflow
+// keep the short safety-net window while they would not be.
+type WatchHealth interface {
+	WatchHealthy() bool
 }
 
 // Stamp puts the adapter and owner labels on a manifest about to be

@@ -14,7 +14,7 @@ type Delivery struct {
 	Generation int64
 	// Reason is the newest row's reason, or "removed" when any row says the
 	// resource is gone (nothing is left to start a workflow for).
-	Reason string
+	Reason reconcile.Reason
 	RowIDs []int64
 	// Oldest is when the oldest row was written: the hand-off latency.
 	Oldest time.Time
@@ -54,7 +54,7 @@ func Group(rows []store.OutboxEntry) []Delivery {
 			d.Oldest = row.CreatedTime
 		}
 		if d.Reason != reconcile.ReasonRemoved {
-			d.Reason = row.Reason
+			d.Reason = reconcile.Reason(row.Reason)
 		}
 		if d.Ref.ParentID == "" {
 			d.Ref.ParentID = row.ParentID

@@ -529,10 +529,10 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 		ctx, span = tracing.Tracer(r.cfg.Tracer).Start(tracing.WithTraceParent(ctx, d.TraceParent), "outbox.deliver",
 			trace.WithSpanKind(trace.SpanKindProducer),
 			trace.WithAttributes(append(tracing.Resource(d.Ref.Kind, d.Ref.ID, d.Generation),
-				attribute.String("hyperfleet.outbox.reason", d.Reason), attribute.Int("hyperfleet.outbox.rows", len(d.RowIDs)))...))
+				attribute.String("hyperfleet.outbox.reason", string(d.Reason)), attribute.Int("hyperfleet.outbox.rows", len(d.RowIDs)))...))
 		defer func() { tracing.Fail(span, err); span.End() }()
 	}
-	log := r.cfg.Logger.With().Str("kind", d.Ref.Kind).Str("resource_id", d.Ref.ID).Int64("generation", d.Generation).Str("reason", d.Reason).Logger()
+	log := r.cfg.Logger.With().Str("kind", d.Ref.Kind).Str("resource_id", d.Ref.ID).Int64("generation", d.Generation).Str("reason", string(d.Reason)).Logger()
 	if d.Reason == reconcile.ReasonRemoved {
 		// A removed resource must not get a new workflow: only tell a
 		// running one (and a deleting cluster waiting for this node pool).

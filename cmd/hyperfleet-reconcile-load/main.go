@@ -25,6 +25,10 @@
 //     --stability-window for --idle; prints the CPU one self-healing round
 //     costs and the clusters the machine carries at 70% CPU with the
 //     default 30-minute window.
+//   - drift: --clusters Reconciled clusters; each object their adapters
+//     applied (shipped: the ConfigMap, then the namespace; maestro: the
+//     ManifestWork, deleted through Maestro) is deleted behind their back,
+//     one at a time, and timed until it is back.
 //   - restart: --clusters clusters with running workflows; the API is
 //     restarted with the same adapters and options, then with one more
 //     adapter: time to ready, time for the start-up pass, workflows it
@@ -59,6 +63,7 @@ type options struct {
 	podDelay     time.Duration
 	timeout      time.Duration
 	window       time.Duration
+	watched      time.Duration
 	idle         time.Duration
 	cpuProfile   string
 	workers      int
@@ -71,7 +76,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.workload, "workload", "shipped", "adapters to run: shipped (validation, landing-zone, validation-job), chain (cl-namespace, cl-job, cl-deployment), maestro (cl-maestro through a real Maestro server and agent) or namespace (cl-namespace alone)")
 	flag.StringVar(&o.chainDir, "chain-dir", "../shared/compat/upstream-e2e-adapters", "directory holding upstream's end-to-end adapters (cl-namespace, cl-job, cl-deployment, cl-maestro)")
-	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle, restart")
+	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle, restart, drift")
 	flag.IntVar(&o.clusters, "clusters", 200, "clusters to create")
 	flag.IntVar(&o.concurrency, "concurrency", 20, "concurrent POSTs")
 	flag.StringVar(&o.modes, "modes", "temporal,poll", "burst: what to measure (temporal: the embedded stack; production: the production shape, see package topology; poll)")
@@ -79,6 +84,7 @@ func main() {
 	flag.DurationVar(&o.podDelay, "pod-delay", time.Second, "how long after a pod exists the kubelet stand-in reports it (Job pods succeed, others turn Ready)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting after this long")
 	flag.DurationVar(&o.window, "stability-window", 0, "stability window of the workflows (0: the default 30m; changes and idle shorten it)")
+	flag.DurationVar(&o.watched, "watched-stability-window", 0, "the workflows' window for resources whose objects are all watched (0: the default 10h)")
 	flag.DurationVar(&o.idle, "idle", 2*time.Minute, "idle: how long to watch the Reconciled clusters")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (API, Temporal, workers) here")
 	flag.Float64Var(&o.rate, "rate", 0, "burst: create at most this many clusters a second (0: as fast as the API answers)")
@@ -143,6 +149,8 @@ func run(o options) error {
 		return env.idleScenario(ctx)
 	case "restart":
 		return env.restart(ctx)
+	case "drift":
+		return env.driftScenario(ctx)
 	}
-	return fmt.Errorf("unknown --scenario %q (burst, changes, idle, restart)", o.scenario)
+	return fmt.Errorf("unknown --scenario %q (burst, changes, idle, restart, drift)", o.scenario)
 }

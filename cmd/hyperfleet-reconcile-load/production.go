@@ -63,6 +63,9 @@ func (b *bench) startProduction(ctx context.Context, dir string, opts reconcile.
 	if opts.StabilityWindow > 0 {
 		cfg.APIEnv = append(cfg.APIEnv, "HYPERFLEET_STABILITY_WINDOW="+opts.StabilityWindow.String())
 	}
+	if opts.WatchedStabilityWindow > 0 {
+		cfg.APIEnv = append(cfg.APIEnv, "HYPERFLEET_WATCHED_STABILITY_WINDOW="+opts.WatchedStabilityWindow.String())
+	}
 	if b.o.handoffRate > 0 {
 		cfg.APIEnv = append(cfg.APIEnv, fmt.Sprintf("HYPERFLEET_RELAY_HANDOFF_RATE=%g", b.o.handoffRate))
 	}

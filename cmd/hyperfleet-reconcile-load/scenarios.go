@@ -238,7 +238,7 @@ func (b *bench) idleScenario(ctx context.Context) error {
 		window = 30 * time.Second
 	}
 	mode := strings.Split(b.o.modes, ",")[0]
-	sys, err := b.start(ctx, mode, reconcile.Options{StabilityWindow: window})
+	sys, err := b.start(ctx, mode, b.reconcileOptions(window))
 	if err != nil {
 		return err
 	}
@@ -370,4 +370,13 @@ func procCPU(pid int) float64 {
 		return 0
 	}
 	return (ut + st) / 100
+}
+
+// reconcileOptions are the workflows' options: --stability-window (window
+// when that is 0) and --watched-stability-window.
+func (b *bench) reconcileOptions(window time.Duration) reconcile.Options {
+	if b.o.window > 0 {
+		window = b.o.window
+	}
+	return reconcile.Options{StabilityWindow: window, WatchedStabilityWindow: b.o.watched}
 }

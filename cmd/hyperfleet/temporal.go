@@ -34,7 +34,8 @@ type reconcileFlags struct {
 }
 
 func (r *reconcileFlags) add(fs *pflag.FlagSet) {
-	fs.DurationVar(&r.opts.StabilityWindow, "stability-window", 30*time.Minute, "re-run the adapters of a Reconciled resource this long after its last round, so they can self-heal")
+	fs.DurationVar(&r.opts.StabilityWindow, "stability-window", 30*time.Minute, "re-run the adapters of a Reconciled resource this long after its last round when something they apply is not watched (the safety net that finds drift)")
+	fs.DurationVar(&r.opts.WatchedStabilityWindow, "watched-stability-window", reconcile.DefaultWatchedStabilityWindow, "the same wait when everything its adapters apply is watched: watches repair drift within seconds, this round only catches what a watch missed (never shorter than --stability-window)")
 	fs.DurationVar(&r.opts.InitialBackoff, "reconcile-backoff", time.Second, "first wait before re-running a resource that is not Reconciled; doubles per round")
 	fs.DurationVar(&r.opts.MaxBackoff, "reconcile-backoff-max", time.Minute, "longest wait between rounds of a resource that is not Reconciled")
 	fs.DurationVar(&r.opts.HeartbeatTimeout, "activity-heartbeat-timeout", 20*time.Second, "how long an adapter activity may go silent before Temporal retries it on another worker")

@@ -188,7 +188,7 @@ func startKube() (*Kube, error) {
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
-		"--token-auth-file", tokens, "--authorization-mode", "AlwaysAllow",
+		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
 		"--endpoint-reconciler-type", "none", "--enable-priority-and-fairness=false",
 		"--disable-admission-plugins", "ServiceAccount",
 		"--v", "0"); err != nil {

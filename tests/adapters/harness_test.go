@@ -236,7 +236,7 @@ func condition(r resource.Resource, typ string) string {
 func ops(res *executor.Result) string {
 	var out []string
 	for _, s := range res.State.Trace.Resources.Steps {
-		out = append(out, s.Name+"="+s.Operation)
+		out = append(out, s.Name+"="+string(s.Operation))
 	}
 	return strings.Join(out, " ")
 }

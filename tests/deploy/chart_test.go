@@ -481,6 +481,7 @@ func TestChartRollsTheReconcilerOutAndShipsAlerts(t *testing.T) {
 		}
 	}
 	if !strings.Contains(alerts["HyperFleetReconcileStuck"], "hyperfleet_reconcile_stuck") ||
+		!strings.Contains(alerts["HyperFleetWatchesDown"], "hyperfleet_adapter_objects_watched") ||
 		!strings.Contains(alerts["HyperFleetActivityHeartbeatTimeouts"], `activity_task_timeout{timeout_type="Heartbeat", workflowType="ReconcileResource"}`) {
 		t.Errorf("alerts = %v", alerts)
 	}

@@ -61,7 +61,7 @@ func TestBurstFoldsIntoOneSignalWithTheLatestState(t *testing.T) {
 	w := New(200*time.Millisecond, nil, zerolog.Nop())
 	w.Attach(rec)
 	job := transport.Ref{Kind: "Job", Namespace: "c1", Name: "j"}
-	change := func(digest, what string) transport.Change {
+	change := func(digest string, what transport.ChangeKind) transport.Change {
 		return transport.Change{Adapter: "cl-job", OwnerKind: "Cluster", OwnerID: "c1", Object: job, What: what, Digest: digest}
 	}
 	w.Notify(change("d1", transport.ChangeStatus))

@@ -16,12 +16,14 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/hyperfleet/hyperfleet/phase"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // Metrics the workflow records through its metrics handler (the worker
 // exports them to Prometheus; timers become histograms in seconds with
-// "_seconds" appended), tagged with the resource kind.
+// "_seconds" appended), tagged with the resource kind; rounds also with
+// their cause (RoundCause).
 const (
 	MetricRounds        = "hyperfleet_reconcile_rounds_total"
 	MetricRoundDuration = "hyperfleet_reconcile_round_duration"
@@ -125,9 +127,16 @@ type Options struct {
 	// not Reconciled (default 1s); it doubles up to MaxBackoff (default 60s).
 	InitialBackoff time.Duration `json:"initial_backoff"`
 	MaxBackoff     time.Duration `json:"max_backoff"`
-	// StabilityWindow is the wait before re-running a Reconciled resource,
-	// so adapters can self-heal (default 30m).
+	// StabilityWindow is the wait before the safety-net round of a
+	// Reconciled resource when something its adapters apply is not
+	// watched (default 30m): without a watch, drift is found only by a
+	// round.
 	StabilityWindow time.Duration `json:"stability_window"`
+	// WatchedStabilityWindow is that wait when the last run of every
+	// adapter said all it applies is watched (RunResult.Watched; default
+	// 10h). Watches repair drift within seconds; this round only catches
+	// what a watch could miss, so an idle fleet costs almost nothing.
+	WatchedStabilityWindow time.Duration `json:"watched_stability_window,omitempty"`
 	// RoundsPerRun bounds one run's history before continue-as-new
 	// (default 100).
 	RoundsPerRun int `json:"rounds_per_run"`
@@ -140,6 +149,11 @@ type Options struct {
 	// together do not come back together every window.
 	StabilityJitter float64 `json:"stability_jitter,omitempty"`
 }
+
+// DefaultWatchedStabilityWindow is the safety-net window of a resource
+// whose adapters' objects are all watched: at three adapters a round costs
+// about five Temporal actions, so about one action every two hours.
+const DefaultWatchedStabilityWindow = 10 * time.Hour
 
 // watchedBackoffFactor is how many initial backoffs a round waits when
 // every adapter not done waits only on objects its worker watches.
@@ -164,6 +178,11 @@ func (o Options) WithDefaults() Options {
 	if o.StabilityWindow <= 0 {
 		o.StabilityWindow = 30 * time.Minute
 	}
+	if o.WatchedStabilityWindow <= 0 {
+		o.WatchedStabilityWindow = DefaultWatchedStabilityWindow
+	}
+	// A watched resource never waits less than an unwatched one.
+	o.WatchedStabilityWindow = max(o.WatchedStabilityWindow, o.StabilityWindow)
 	if o.RoundsPerRun <= 0 {
 		o.RoundsPerRun = 100
 	}
@@ -213,7 +232,7 @@ type Input struct {
 // registration or configuration change reaches running workflows.
 type Signal struct {
 	Generation int64  `json:"generation"`
-	Reason     string `json:"reason,omitempty"`
+	Reason     Reason `json:"reason,omitempty"`
 	// Adapters, when not null, replaces the workflow's adapter list;
 	// Optional, when not null, its optional adapters.
 	Adapters []string `json:"adapters"`
@@ -229,25 +248,28 @@ type Signal struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// Reason is why a signal was sent.
+type Reason string
+
 // Signal reasons. The API's outbox reasons (created, updated, deleting) ask
 // for the new generation; the ones below wake the workflow without a bump.
 const (
 	// ReasonRemoved: the resource was removed from the API; the workflow
 	// checks and completes instead of waiting out its timer.
-	ReasonRemoved = "removed"
+	ReasonRemoved Reason = "removed"
 	// ReasonChildRemoved: one of a cluster's node pools was removed; a
 	// deleting cluster can go on without waiting for its backoff.
-	ReasonChildRemoved = "child-removed"
+	ReasonChildRemoved Reason = "child-removed"
 	// ReasonResync: the relay (re)started and makes sure a workflow runs.
-	ReasonResync = "resync"
+	ReasonResync Reason = "resync"
 	// ReasonObjectChanged: an object an adapter manages changed status, was
 	// modified or was deleted behind its back.
-	ReasonObjectChanged = "object-changed"
+	ReasonObjectChanged Reason = "object-changed"
 	// ReasonUpgrade: a newer worker deployment version is current. The
 	// signal runs nothing; it gives a workflow pinned to an older version a
 	// task in which it sees that and continues as new onto the current one
 	// (see Workflow).
-	ReasonUpgrade = "upgrade"
+	ReasonUpgrade Reason = "upgrade"
 )
 
 // Carry is what survives continue-as-new.
@@ -270,6 +292,13 @@ type Carry struct {
 	Deleting  bool     `json:"deleting,omitempty"`
 	// Seen is, per adapter, what its last run saw of its objects.
 	Seen map[string]map[string]string `json:"seen,omitempty"`
+	// Watched is, per adapter, whether its last run said all it applies
+	// is watched; Recheck, when a time-based precondition of its last run
+	// gives another answer.
+	Watched map[string]bool      `json:"watched,omitempty"`
+	Recheck map[string]time.Time `json:"recheck,omitempty"`
+	// Cause is why the pending round runs.
+	Cause RoundCause `json:"cause,omitempty"`
 }
 
 // RunInput is what an adapter run acts on.
@@ -294,6 +323,13 @@ type RunResult struct {
 	// watch selects): their changes of readiness wake the workflow, so a
 	// round that waits only on them backs off longer (watchedBackoff).
 	Watched bool `json:"watched,omitempty"`
+	// Unwatched says why Watched is false (which resource, which
+	// transport), for the Temporal UI.
+	Unwatched string `json:"unwatched,omitempty"`
+	// RecheckAt is when a time-based precondition of the run (stableFor,
+	// conditionAge, now()) gives another answer: the workflow runs the
+	// adapter again then, even in the middle of a long safety-net window.
+	RecheckAt time.Time `json:"recheck_at,omitzero"`
 }
 
 // ObjectChange is one managed object's change, as an adapter worker's
@@ -308,26 +344,26 @@ type ObjectChange struct {
 
 // PhaseReport is one phase of an adapter run.
 type PhaseReport struct {
-	Phase      string `json:"phase"`
-	Outcome    string `json:"outcome"`
-	Reason     string `json:"reason,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
+	Phase      phase.Name    `json:"phase"`
+	Outcome    phase.Outcome `json:"outcome"`
+	Reason     string        `json:"reason,omitempty"`
+	DurationMS int64         `json:"duration_ms"`
 }
 
 // Summary describes where a run stands.
 type Summary struct {
-	ExecutionStatus  ExecutionStatus `json:"execution_status"`
-	ResourcesSkipped bool            `json:"resources_skipped"`
-	SkipReason       string          `json:"skip_reason,omitempty"`
-	Gone             bool            `json:"gone,omitempty"`
-	ErrorPhase       string          `json:"error_phase,omitempty"`
-	Error            string          `json:"error,omitempty"`
-	Reported         bool            `json:"reported,omitempty"`
+	ExecutionStatus  phase.ExecutionStatus `json:"execution_status"`
+	ResourcesSkipped bool                  `json:"resources_skipped"`
+	SkipReason       string                `json:"skip_reason,omitempty"`
+	Gone             bool                  `json:"gone,omitempty"`
+	ErrorPhase       phase.Name            `json:"error_phase,omitempty"`
+	Error            string                `json:"error,omitempty"`
+	Reported         bool                  `json:"reported,omitempty"`
 }
 
 // Proceed reports whether later phases have anything to do.
 func (s Summary) Proceed() bool {
-	return !s.Gone && !s.ResourcesSkipped && s.ExecutionStatus != ExecutionFailed
+	return !s.Gone && !s.ResourcesSkipped && s.ExecutionStatus != phase.ExecutionFailed
 }
 
 // ResourceState is the API's view of a resource after a round.
@@ -364,26 +400,18 @@ const (
 	OutcomeError   Outcome = "error"
 )
 
-// ExecutionStatus is how an adapter run ended as its activity reports it
-// (the engine's execution status, in the same words).
-type ExecutionStatus string
-
-// Execution statuses.
-const (
-	ExecutionSucceeded ExecutionStatus = "success"
-	ExecutionFailed    ExecutionStatus = "failed"
-)
-
 // View is the workflow's answer to the "state" query.
 type View struct {
 	Ref        Ref       `json:"ref"`
 	Generation int64     `json:"generation"`
 	Target     int64     `json:"target"`
 	Round      int64     `json:"round"`
-	Phase      string    `json:"phase"`
+	Phase      Phase     `json:"phase"`
 	Reconciled bool      `json:"reconciled"`
 	Reason     string    `json:"reason,omitempty"`
 	NextRound  time.Time `json:"next_round,omitempty"`
+	// NextRoundCause says what the wait for NextRound is.
+	NextRoundCause WaitCause `json:"next_round_cause,omitempty"`
 	// Adapters holds the last outcome of every adapter, optional ones
 	// included; Optional names those, and Running the optional adapters
 	// whose run is under way (a round does not wait for them).
@@ -394,10 +422,58 @@ type View struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
+// Phase is where a workflow stands, as the query reports it.
+type Phase string
+
 // Workflow phases reported by the query.
 const (
-	PhaseRunning  = "running"
-	PhaseBackoff  = "backoff"
-	PhaseStable   = "stable"
-	PhaseFinished = "finished"
+	PhaseRunning  Phase = "running"
+	PhaseBackoff  Phase = "backoff"
+	PhaseStable   Phase = "stable"
+	PhaseFinished Phase = "finished"
+)
+
+// WaitCause is what a workflow between rounds waits for, besides a signal.
+type WaitCause string
+
+// Wait causes reported by the query.
+const (
+	// WaitBackoff: the retry of the adapters not done.
+	WaitBackoff WaitCause = "backoff"
+	// WaitSafetyNet: the safety-net round of a Reconciled resource whose
+	// adapters' objects are all watched (WatchedStabilityWindow).
+	WaitSafetyNet WaitCause = "safety-net"
+	// WaitSafetyNetUnwatched: the same round when something is not
+	// watched (StabilityWindow).
+	WaitSafetyNetUnwatched WaitCause = "safety-net-unwatched"
+	// WaitTimePrecondition: the moment a time-based precondition gives
+	// another answer (RunResult.RecheckAt).
+	WaitTimePrecondition WaitCause = "time-precondition"
+)
+
+// RoundCause is why a round ran: the cause label of the rounds metric and
+// of the round's log line (the operator guide's table of causes and costs).
+type RoundCause string
+
+// Round causes.
+const (
+	// CauseGeneration: a new generation (create, PATCH, DELETE), or a new
+	// run's first round.
+	CauseGeneration RoundCause = "generation"
+	// CauseProgress: the round before made an adapter done.
+	CauseProgress RoundCause = "progress"
+	// CauseRetry: the backoff of a resource not Reconciled ended.
+	CauseRetry RoundCause = "retry"
+	// CauseWake: an adapter worker's watch reported a change of an object
+	// an adapter applied.
+	CauseWake RoundCause = "wake"
+	// CauseChild: a node pool of a deleting cluster went away.
+	CauseChild RoundCause = "child"
+	// CauseTimePrecondition: a time-based precondition changed its answer.
+	CauseTimePrecondition RoundCause = "time-precondition"
+	// CauseSafetyNet: the safety-net window of a Reconciled resource ended.
+	CauseSafetyNet RoundCause = "safety-net"
+	// CauseOperator: an adapter registration or option change, or a
+	// removal notice.
+	CauseOperator RoundCause = "operator"
 )

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // Optional adapters (contract: "never gate Ready, Reconciled or removal"):
@@ -20,9 +22,9 @@ import (
 func failing(name string) func(string, int64) (Summary, error) {
 	return func(adapter string, _ int64) (Summary, error) {
 		if adapter == name {
-			return Summary{ExecutionStatus: ExecutionFailed, ErrorPhase: "resources", Error: "step: boom"}, nil
+			return Summary{ExecutionStatus: phase.ExecutionFailed, ErrorPhase: "resources", Error: "step: boom"}, nil
 		}
-		return Summary{ExecutionStatus: ExecutionSucceeded}, nil
+		return Summary{ExecutionStatus: phase.ExecutionSucceeded}, nil
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // A round runs only when something changed, and runs only the adapters
@@ -24,7 +26,13 @@ import (
 //     done waits only on watched objects, the wait is at least ten first
 //     backoffs: the watch, not the timer, is what ends it.
 //   - A Reconciled resource waits for the next change, or for the
-//     stability window (jittered) for a self-healing round of every adapter.
+//     safety-net window (jittered) for a self-healing round of every
+//     adapter: WatchedStabilityWindow (10 h) when every adapter's last run
+//     said all it applies is watched (the watches repair drift), the
+//     StabilityWindow (30 min) otherwise.
+//   - A time-based precondition (stableFor, conditionAge, now()) runs its
+//     adapter again at the moment its answer changes (RecheckAt), when
+//     that comes before the backoff or the window.
 //   - Signals that carry no change (a resync; a node pool removed while its
 //     cluster is not being deleted; an upgrade notice) run no round.
 //   - Between rounds, a run pinned to a worker deployment version that is
@@ -83,15 +91,19 @@ func upgradeDue(ctx workflow.Context) bool {
 // adapters when it made progress, nothing otherwise (the loop then waits).
 func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 	adapters, optional := r.takePending()
-	r.target, r.wake = r.latest, false
+	cause := r.cause
+	if cause == "" {
+		cause = CauseGeneration // a new run's first round
+	}
+	r.target, r.wake, r.cause = r.latest, false, ""
 	before := r.settledAtTarget()
 	r.round++
 	r.roundsRun++
 	r.phase, r.nextRound = PhaseRunning, time.Time{}
 	if len(optional) > 0 {
-		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters, "optional", optional)
+		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "cause", string(cause), "adapters", adapters, "optional", optional)
 	} else {
-		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "adapters", adapters)
+		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "cause", string(cause), "adapters", adapters)
 	}
 	started := workflow.Now(ctx)
 	r.startOptional(ctx, optional, r.target)
@@ -100,7 +112,7 @@ func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 	gone, err = r.observe(ctx)
 	// Metrics are not part of the history; the SDK drops them on replay.
 	m := r.metrics(ctx)
-	m.Counter(MetricRounds).Inc(1)
+	m.WithTags(map[string]string{"cause": string(cause)}).Counter(MetricRounds).Inc(1)
 	m.Timer(MetricRoundDuration).Record(workflow.Now(ctx).Sub(started))
 	if err != nil || gone {
 		return gone, err
@@ -112,6 +124,7 @@ func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 	if progressed(before, r.settledAtTarget()) {
 		if rest := r.unsettled(); len(rest) > 0 {
 			r.failures = 0
+			r.because(CauseProgress)
 			r.askUnsettled(rest)
 			r.log.Info("round made progress: running the adapters not done at once", "generation", r.target, "adapters", rest)
 		}
@@ -218,16 +231,19 @@ func (r *reconciler) notDone(adapters []string) []string {
 
 // sleep waits for the next reason to run a round: a signal that asks for
 // one, or the timer: the backoff of a resource not Reconciled (which then
-// re-runs the adapters not done) or the stability window of a Reconciled
-// one (which then runs every adapter). It also ends when a task tells the
-// run to move to a newer worker deployment version.
+// re-runs the adapters not done), the safety-net window of a Reconciled
+// one (which then runs every adapter), or the moment a time-based
+// precondition gives another answer (which runs the adapters it belongs
+// to), whichever comes first. It also ends when a task tells the run to
+// move to a newer worker deployment version.
 func (r *reconciler) sleep(ctx workflow.Context) {
-	wait := r.stabilityWait()
+	now := workflow.Now(ctx)
+	wait, cause := r.safetyNetWait()
 	r.phase = PhaseStable
 	if r.converged() {
 		r.failures = 0
 	} else {
-		wait = r.backoff()
+		wait, cause = r.backoff(), WaitBackoff
 		if r.waitsOnWatches() {
 			wait = max(wait, r.opts.watchedBackoff())
 		}
@@ -235,8 +251,14 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 		r.phase = PhaseBackoff
 		r.metrics(ctx).Timer(MetricBackoff).Record(wait)
 	}
-	r.nextRound = workflow.Now(ctx).Add(wait)
-	r.log.Info("waiting for the next round", "generation", r.target, "phase", r.phase, "wait", wait.String(), "reconciled", r.reconciled)
+	// A time-based precondition's change comes first when it is sooner;
+	// and when every adapter not done waits only on one, the backoff
+	// would only re-read an answer that cannot have changed yet.
+	if at, ok := r.nextRecheck(); ok && (at.Sub(now) < wait || r.waitsOnTime()) {
+		wait, cause = max(at.Sub(now), time.Second), WaitTimePrecondition
+	}
+	r.nextRound, r.waitCause = now.Add(wait), cause
+	r.log.Info("waiting for the next round", "generation", r.target, "phase", r.phase, "wait", wait.String(), "cause", string(cause), "reconciled", r.reconciled)
 
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
@@ -259,19 +281,80 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 	if !fired || r.roundDue() {
 		return
 	}
+	if cause == WaitTimePrecondition {
+		r.because(CauseTimePrecondition)
+		r.ask(r.rechecksDue(workflow.Now(ctx))...)
+		return
+	}
 	rest := r.unsettled()
-	if r.converged() || len(rest) == 0 {
-		// The self-healing round; or every adapter says it is done and the
-		// resource is still not Reconciled: run them all again.
+	if r.converged() {
+		r.because(CauseSafetyNet)
+		r.all = true
+		return
+	}
+	r.because(CauseRetry)
+	if len(rest) == 0 {
+		// Every adapter says it is done and the resource is still not
+		// Reconciled: run them all again.
 		r.all = true
 		return
 	}
 	r.askUnsettled(rest)
 }
 
-// stabilityWait is the stability window moved by up to ± StabilityJitter of
-// itself, by an amount fixed for each resource and round, so that resources
-// created together spread out instead of coming back together every window.
+// safetyNetWait is the wait before the safety-net round of a Reconciled
+// resource: the long window when every adapter's last run said all it
+// applies is watched, the short one otherwise.
+func (r *reconciler) safetyNetWait() (time.Duration, WaitCause) {
+	if r.allWatched() {
+		return jittered(r.opts.WatchedStabilityWindow, r.opts.StabilityJitter, r.ref.ID, r.round), WaitSafetyNet
+	}
+	return r.stabilityWait(), WaitSafetyNetUnwatched
+}
+
+// allWatched reports whether the last run of every adapter, optional ones
+// included, said all it applies is watched. An adapter that has not run
+// yet in this workflow's life counts as not watched.
+func (r *reconciler) allWatched() bool {
+	for _, list := range [][]string{r.adapters, r.optional} {
+		for _, a := range list {
+			if !r.watched[a] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nextRecheck is the earliest time a time-based precondition of an
+// adapter's last run gives another answer.
+func (r *reconciler) nextRecheck() (time.Time, bool) {
+	var first time.Time
+	for _, a := range slices.Concat(r.adapters, r.optional) {
+		if at, ok := r.recheck[a]; ok && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// rechecksDue lists the adapters whose recheck time has come, and forgets
+// those times: the run they ask for records the next ones.
+func (r *reconciler) rechecksDue(now time.Time) []string {
+	var due []string
+	for _, a := range slices.Concat(r.adapters, r.optional) {
+		if at, ok := r.recheck[a]; ok && !at.After(now) {
+			due = append(due, a)
+			delete(r.recheck, a)
+		}
+	}
+	return due
+}
+
+// stabilityWait is the (unwatched) stability window moved by up to
+// ± StabilityJitter of itself, by an amount fixed for each resource and
+// round, so that resources created together spread out instead of coming
+// back together every window.
 func (r *reconciler) stabilityWait() time.Duration {
 	return jittered(r.opts.StabilityWindow, r.opts.StabilityJitter, r.ref.ID, r.round)
 }
@@ -289,10 +372,19 @@ func jittered(d time.Duration, j float64, id string, round int64) time.Duration 
 	return d + time.Duration((2*frac-1)*j*float64(d))
 }
 
+// because records why the next round runs: the first reason asked for
+// since the last round (later ones ride along with it).
+func (r *reconciler) because(c RoundCause) {
+	if r.cause == "" {
+		r.cause = c
+	}
+}
+
 // applyChange folds a signal into the workflow's state.
 func (r *reconciler) applyChange(s Signal) {
 	if s.Generation > r.latest {
 		r.latest, r.all = s.Generation, true
+		r.because(CauseGeneration)
 	}
 	if s.Options != nil {
 		r.opts = s.Options.WithDefaults()
@@ -308,6 +400,7 @@ func (r *reconciler) applyChange(s Signal) {
 				}
 			}
 			r.adapters, r.wake = next, true
+			r.because(CauseOperator)
 		}
 	}
 	if s.Optional != nil {
@@ -322,21 +415,29 @@ func (r *reconciler) applyChange(s Signal) {
 				}
 			}
 			r.optional = next
+			if len(added) > 0 {
+				r.because(CauseOperator)
+			}
 			r.ask(added...)
 		}
 	}
 	switch s.Reason {
 	case ReasonRemoved:
 		r.checkFirst, r.wake = true, true
+		r.because(CauseOperator)
 	case ReasonChildRemoved:
 		// A deleting cluster waits for its node pools; any other needs
 		// nothing from a node pool's removal.
 		if r.deleting {
+			r.because(CauseChild)
 			r.askUnsettled(r.unsettled())
 			r.wake = true
 		}
 	case ReasonObjectChanged:
 		due := r.changedAdapters(s)
+		if len(due) > 0 {
+			r.because(CauseWake)
+		}
 		r.ask(due...)
 		r.log.Info("managed objects changed", "adapters", s.Changed, "due", due, "detail", s.Detail)
 	case ReasonUpgrade:
@@ -396,6 +497,7 @@ func (r *reconciler) observe(ctx workflow.Context) (gone bool, err error) {
 	}
 	if state.Generation > r.latest {
 		r.latest, r.all = state.Generation, true // a bump whose signal has not arrived yet
+		r.because(CauseGeneration)
 	}
 	r.reconciled = state.Reconciled
 	r.deleting = state.Deleting
@@ -454,15 +556,22 @@ func (r *reconciler) startOptional(ctx workflow.Context, adapters []string, gen 
 type adapterRun struct {
 	outcome Outcome
 	detail  string
-	// seen and watched are RunResult's; seen is nil when the run failed.
-	seen    map[string]string
-	watched bool
+	// seen, watched and recheckAt are RunResult's; seen is nil when the
+	// run failed.
+	seen      map[string]string
+	watched   bool
+	recheckAt time.Time
 }
 
 // record keeps an adapter run's outcome for the state query, the backoff
 // and change notices.
 func (r *reconciler) record(ctx workflow.Context, name string, gen int64, run adapterRun) {
 	r.watched[name] = run.watched
+	if run.recheckAt.IsZero() {
+		delete(r.recheck, name)
+	} else {
+		r.recheck[name] = run.recheckAt
+	}
 	if run.seen == nil {
 		delete(r.seen, name)
 	} else {
@@ -487,7 +596,7 @@ func (r *reconciler) runAdapter(ctx workflow.Context, name string, gen int64) ad
 		RunInput{Event: r.ref.Event(gen)}).Get(ctx, &res); err != nil {
 		return adapterRun{outcome: OutcomeError, detail: activityError("run", err)}
 	}
-	out := adapterRun{seen: res.Seen, watched: res.Watched}
+	out := adapterRun{seen: res.Seen, watched: res.Watched, recheckAt: res.RecheckAt}
 	out.outcome, out.detail = outcomeOf(res.Summary)
 	if out.seen == nil {
 		out.seen = map[string]string{}
@@ -520,13 +629,31 @@ func (r *reconciler) waitsOnWatches() bool {
 	return true
 }
 
+// waitsOnTime reports whether every adapter not done skipped its resources
+// at the round's generation on a precondition that says when its answer
+// changes (RunResult.RecheckAt): nothing but time, or a change that wakes
+// the workflow anyway, can make them run differently before then.
+func (r *reconciler) waitsOnTime() bool {
+	if r.converged() {
+		return false
+	}
+	rest := r.unsettled()
+	for _, a := range rest {
+		v, ok := r.outcomes[a]
+		if _, timed := r.recheck[a]; !ok || !timed || v.Generation != r.target || v.Outcome != OutcomeSkipped {
+			return false
+		}
+	}
+	return len(rest) > 0
+}
+
 // outcomeOf reads an adapter run's outcome from its summary.
 func outcomeOf(s Summary) (outcome Outcome, detail string) {
 	switch {
 	case s.Gone:
 		return OutcomeGone, s.SkipReason
-	case s.ExecutionStatus == ExecutionFailed:
-		return OutcomeFailed, s.ErrorPhase + ": " + s.Error
+	case s.ExecutionStatus == phase.ExecutionFailed:
+		return OutcomeFailed, string(s.ErrorPhase) + ": " + s.Error
 	case s.ResourcesSkipped:
 		return OutcomeSkipped, s.SkipReason
 	}

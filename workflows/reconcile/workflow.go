@@ -54,9 +54,13 @@ type reconciler struct {
 	reconciled bool
 	deleting   bool
 	reason     string
-	phase      string
+	phase      Phase
 	nextRound  time.Time
-	outcomes   map[string]AdapterView
+	waitCause  WaitCause
+	// cause is why the next round runs, for its log line and the rounds
+	// metric (RoundCause).
+	cause    RoundCause
+	outcomes map[string]AdapterView
 
 	// settled are the adapters whose stored report already says they are
 	// done (Available, or Finalized while deleting) at generation settledAt,
@@ -74,10 +78,12 @@ type reconciler struct {
 	// discovered: a change notice for a state already seen runs nothing.
 	seen map[string]map[string]string
 	// watched is, per adapter, whether its worker watches every object its
-	// last run applied (RunResult.Watched). Not carried across
-	// continue-as-new: a new run backs off as if nothing were watched
-	// until each adapter has run again.
+	// last run applied (RunResult.Watched): it picks the safety-net
+	// window and the backoff of a round waiting on watched objects.
 	watched map[string]bool
+	// recheck is, per adapter, when a time-based precondition of its last
+	// run gives another answer (RunResult.RecheckAt).
+	recheck map[string]time.Time
 	// checkFirst asks to read the resource before running adapters: the
 	// API said it was removed.
 	checkFirst bool
@@ -103,6 +109,7 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 	r.pending = map[string]bool{}
 	r.seen = map[string]map[string]string{}
 	r.watched = map[string]bool{}
+	r.recheck = map[string]time.Time{}
 	r.phase = PhaseRunning
 	// A new run starts with a round of every adapter, unless it carries a
 	// narrower request over from continue-as-new.
@@ -117,6 +124,9 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 		for k, v := range c.Seen {
 			r.seen[k] = v
 		}
+		maps.Copy(r.watched, c.Watched)
+		maps.Copy(r.recheck, c.Recheck)
+		r.cause = c.Cause
 		// The pending round is exactly what it was (none at all when none
 		// was pending), and the generation it acted on is the newest known.
 		r.all, r.target = c.All, r.latest
@@ -139,7 +149,8 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 
 func (r *reconciler) view() (View, error) {
 	out := View{Ref: r.ref, Generation: r.latest, Target: r.target, Round: r.round, Phase: r.phase,
-		Reconciled: r.reconciled, Reason: r.reason, NextRound: r.nextRound, Adapters: map[string]AdapterView{}, Tenant: r.tenant,
+		Reconciled: r.reconciled, Reason: r.reason, NextRound: r.nextRound, NextRoundCause: r.waitCause,
+		Adapters: map[string]AdapterView{}, Tenant: r.tenant,
 		Optional: slices.Clone(r.optional), Running: sortedKeys(r.inflight)}
 	for k, v := range r.outcomes {
 		out.Adapters[k] = v
@@ -253,12 +264,18 @@ func (r *reconciler) continueAsNew(ctx workflow.Context) error {
 	carry := &Carry{Round: r.round, Failures: r.failures, Reconciled: r.reconciled,
 		Wake: r.wake, CheckFirst: r.checkFirst, Adapters: map[string]AdapterView{},
 		All: r.all, Pending: sortedKeys(pending),
-		Settled: r.settled, SettledAt: r.settledAt, Deleting: r.deleting}
+		Settled: r.settled, SettledAt: r.settledAt, Deleting: r.deleting, Cause: r.cause}
 	for k, v := range r.outcomes {
 		carry.Adapters[k] = v
 	}
 	if len(r.seen) > 0 {
 		carry.Seen = r.seen
+	}
+	if len(r.watched) > 0 {
+		carry.Watched = r.watched
+	}
+	if len(r.recheck) > 0 {
+		carry.Recheck = r.recheck
 	}
 	if carry.Pending == nil {
 		carry.Pending = []string{}

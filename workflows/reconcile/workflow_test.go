@@ -40,11 +40,15 @@ type harness struct {
 	// whether its worker watches what it applies.
 	seen    map[string]map[string]string
 	watched map[string]bool
+	// recheck, when set, is the RecheckAt of an adapter's run.
+	recheck func(adapter string, now time.Time) time.Time
 	// mocked says the catch-all mock of adapter runs is in place; mocks
 	// of single adapters (slow) must be registered before it.
 	mocked bool
 	// readAt is the workflow time of each read-back.
 	readAt []time.Time
+	// counters captures the workflow's counters (metrics_test.go).
+	counters *counters
 }
 
 type call struct {
@@ -57,7 +61,9 @@ func (c call) String() string { return fmt.Sprintf("%s@%d", c.adapter, c.generat
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
-	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment()}
+	c := &counters{}
+	suite.SetMetricsHandler(c.handler(nil))
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), counters: c}
 	h.env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	h.env.SetOnTimerScheduledListener(func(_ string, d time.Duration) {
 		h.mu.Lock()
@@ -104,9 +110,13 @@ func (h *harness) runActivity(ctx context.Context, in RunInput) (RunResult, erro
 		}
 	}
 	h.mu.Lock()
-	seen, watched := h.seen[adapter], h.watched[adapter]
+	seen, watched, recheck := h.seen[adapter], h.watched[adapter], h.recheck
 	h.mu.Unlock()
-	return RunResult{Summary: summary, Seen: seen, Watched: watched}, nil
+	res := RunResult{Summary: summary, Seen: seen, Watched: watched}
+	if recheck != nil {
+		res.RecheckAt = recheck(adapter, h.env.Now())
+	}
+	return res, nil
 }
 
 // mockRuns puts the catch-all mock of adapter runs in place (each run

@@ -158,9 +158,14 @@ func (t *Transport) namespaced(ref transport.Ref) (dynamic.ResourceInterface, er
 	return ri, nil
 }
 
-// Get implements transport.Transport.
 // Watches reports whether the transport was built WithWatch.
 func (t *Transport) Watches() bool { return t.watch != nil }
+
+// WatchHealthy implements transport.WatchHealth: false once a watch was
+// refused (no list or watch rights on a kind the adapter applies).
+func (t *Transport) WatchHealthy() bool { return t.watch != nil && t.watch.healthy() }
+
+// Get implements transport.Transport.
 
 func (t *Transport) Get(ctx context.Context, _ string, ref transport.Ref) (transport.Object, error) {
 	ri, err := t.namespaced(ref)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,12 @@ type watcher struct {
 	dyn dynamic.Interface
 	mu  sync.Mutex
 	on  map[schema.GroupVersionResource]bool
+	// refused is set when a watch was refused: objects of that kind
+	// change unnoticed from then on.
+	refused atomic.Bool
 }
+
+func (w *watcher) healthy() bool { return !w.refused.Load() }
 
 func newWatcher(cfg Watch, dyn dynamic.Interface) *watcher {
 	return &watcher{cfg: cfg, dyn: dyn, on: map[schema.GroupVersionResource]bool{}}
@@ -69,7 +75,8 @@ func (w *watcher) ensure(gvr schema.GroupVersionResource) {
 		if apierrors.IsForbidden(err) {
 			// Without list and watch rights nothing can be noticed: say so
 			// once and stop, rather than retrying forever.
-			log.Warn().Err(err).Msg("cannot watch the objects this adapter applies: readiness and drift are noticed only at the next round (grant list and watch on this resource to the adapter's identity)")
+			log.Warn().Err(err).Msg("cannot watch the objects this adapter applies: readiness and drift are noticed only at the next round, and its resources keep the short safety-net window (grant list and watch on this resource to the adapter's identity, then restart the worker)")
+			w.refused.Store(true)
 			cancel()
 			return
 		}
@@ -92,7 +99,7 @@ func (w *watcher) ensure(gvr schema.GroupVersionResource) {
 	go inf.RunWithContext(ctx)
 }
 
-func (w *watcher) notify(obj any, what string) {
+func (w *watcher) notify(obj any, what transport.ChangeKind) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
@@ -165,7 +172,7 @@ func sum(v any) string {
 // edit behind its back). Its own applies carry a new generation annotation
 // and are not reported; neither is an update that touched neither (a
 // label, a finalizer, a replica count).
-func changeOf(old, cur any) string {
+func changeOf(old, cur any) transport.ChangeKind {
 	o, ok1 := old.(*unstructured.Unstructured)
 	c, ok2 := cur.(*unstructured.Unstructured)
 	if !ok1 || !ok2 {

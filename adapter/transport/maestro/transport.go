@@ -63,6 +63,11 @@ func NewWatchingTransport(c *Client, adapter string, notify func(transport.Chang
 // owner labels on ManifestWorks only when their status is watched.
 func (t *Transport) Watches() bool { return t.watches }
 
+// WatchHealthy implements transport.WatchHealth: whether the status stream
+// is open now. While it is down, agents' reports (and deletions) reach no
+// one until it reopens and sweeps.
+func (t *Transport) WatchHealthy() bool { return t.watches && t.c.streamOpen() }
+
 // Get implements transport.Transport.
 func (t *Transport) Get(ctx context.Context, target string, ref transport.Ref) (transport.Object, error) {
 	if err := checkTarget(target, ref.Kind); err != nil {

@@ -180,6 +180,13 @@ func (c *Client) streamingConnection() (*connection, error) {
 	return c.conn, nil
 }
 
+// streamOpen reports whether a status stream is being read.
+func (c *Client) streamOpen() bool {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	return c.streaming
+}
+
 // watching reports whether any adapter asked for status changes.
 func (c *Client) watching() bool {
 	c.watchMu.Lock()
@@ -277,7 +284,7 @@ func (c *Client) observe(evt watch.Event) {
 	c.watchMu.Unlock()
 
 	c.log.Debug().Str("adapter", route.adapter).Str("manifestwork", work.Namespace+"/"+work.Name).Str("event", string(evt.Type)).
-		Bool("status_update", update).Str("change", what).Msg("ManifestWork status event")
+		Bool("status_update", update).Str("change", string(what)).Msg("ManifestWork status event")
 	if what == "" {
 		return
 	}
@@ -309,7 +316,7 @@ func refOf(work *workv1.ManifestWork, obj transport.Object) transport.Ref {
 //     seen, or when none was seen (the first status of a ManifestWork just
 //     written: the notice carries its digest, so a workflow that already
 //     read this state runs no round).
-func changeOf(t watch.EventType, update bool, before, after string) string {
+func changeOf(t watch.EventType, update bool, before, after string) transport.ChangeKind {
 	switch {
 	case t == watch.Deleted:
 		return transport.ChangeDeleted

@@ -21,7 +21,7 @@ func TestChangeOf(t *testing.T) {
 		t             watch.EventType
 		update        bool
 		before, after string
-		want          string
+		want          transport.ChangeKind
 	}{
 		{"deletion confirmed by the agent", watch.Deleted, true, "a", "a", transport.ChangeDeleted},
 		{"deletion of one never seen", watch.Deleted, false, "", "a", transport.ChangeDeleted},

@@ -1,0 +1,71 @@
+//go:build integration
+
+package kubernetes
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
+)
+
+// Contract: a watch refused for lack of list and watch rights makes the
+// transport say its watch is not working, so runs report their objects as
+// unwatched (the workflow keeps the short safety-net window) and the
+// worker's hyperfleet_adapter_objects_watched drops to 0.
+func TestRefusedWatchIsReportedUnhealthy(t *testing.T) {
+	k := testenv.KubeAPI(t)
+	ctx := context.Background()
+	admin, err := kubernetes.NewForConfig(k.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An identity that may write ConfigMaps but not list or watch them.
+	const user = "adapter-without-watch"
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	limited := rest.CopyConfig(k.Config)
+	limited.Impersonate = rest.ImpersonationConfig{UserName: user}
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tr, err := New(limited, "hyperfleet-test", WithWatch(Watch{Adapter: "refused", Notify: func(transport.Change) {}, Context: wctx, Logger: zerolog.Nop()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Watches() || !tr.WatchHealthy() {
+		t.Fatal("a watching transport that has watched nothing yet must report a healthy watch")
+	}
+	cm := transport.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "refused", "namespace": "default"}, "data": map[string]any{"k": "v"}}
+	transport.Stamp(cm, "refused", "Cluster", "c1")
+	if _, err := tr.Create(ctx, "", cm); err != nil {
+		t.Fatalf("create as %s: %v", user, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for tr.WatchHealthy() {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch was refused (no list/watch on configmaps) but the transport still reports it healthy")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !tr.Watches() {
+		t.Error("Watches() must stay true: it says objects are stamped for a watch, not that the watch works")
+	}
+}
