@@ -21,8 +21,8 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -47,8 +47,8 @@ func (b *bench) restart(ctx context.Context) error {
 		return err
 	}
 	defer tc.Close()
-	start := func(adapters []string, log io.Writer) (*stack.Stack, error) {
-		return stack.Start(ctx, stack.Config{
+	start := func(adapters []string, log io.Writer) (*assembly.System, error) {
+		return assembly.Start(ctx, assembly.Config{
 			API: apiserver.Options{
 				Server:     apiserver.Config{Listen: "127.0.0.1:0"},
 				Store:      store.Config{Driver: store.BackendSQLite, URL: filepath.Join(dir, "hyperfleet.db")},

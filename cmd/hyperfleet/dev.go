@@ -20,9 +20,9 @@ import (
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
 	"github.com/hyperfleet/hyperfleet/internal/loopback"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -251,7 +251,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if kube != nil {
 		kubeFn = func() (*rest.Config, error) { return kube, nil }
 	}
-	s, err := stack.Start(ctx, stack.Config{
+	s, err := assembly.Start(ctx, assembly.Config{
 		API: apiserver.Options{
 			Server:     apiserver.Config{Listen: f.listen, Version: version.Version, BuildTime: version.BuildTime, Tracer: tracer},
 			Store:      storeCfg,

@@ -12,7 +12,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/request"
 	"github.com/hyperfleet/hyperfleet/apiserver/stuck"
 	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 )
@@ -191,7 +191,7 @@ without deciding readiness or removal.`,
 				return err
 			}
 			defer tc.Close()
-			s, err := stack.Start(ctx, stack.Config{
+			s, err := assembly.Start(ctx, assembly.Config{
 				API: opts, Temporal: tc, Namespace: flags.temporal.cfg.Namespace, NoWorkers: true,
 				Reconcile: flags.reconcile.opts, RelaySweep: flags.reconcile.sweep, RelayResyncRate: flags.reconcile.resyncRate, RelayHandoffRate: flags.reconcile.handoff, Logger: log,
 			})

@@ -1,8 +1,9 @@
-// Package stack assembles the whole system in one process: the API with its
-// outbox relay, the reconcile worker and adapter workers, all talking to one
-// Temporal. `hyperfleet dev` runs it on the embedded Temporal server; the
+// Package assembly assembles the whole system in one process: the API with
+// its outbox relay, the reconcile worker and adapter workers, all talking to
+// one Temporal. `hyperfleet dev` runs it on the embedded Temporal server;
+// `hyperfleet serve` runs the API and relay alone (NoWorkers); the
 // end-to-end tests run it against real PostgreSQL and kube-apiserver.
-package stack
+package assembly
 
 import (
 	"context"
@@ -26,7 +27,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
-// Config of a stack.
+// Config of a system.
 type Config struct {
 	// API configures the API; API.Server.Listen is where it listens
 	// ("127.0.0.1:0" picks a free port).
@@ -44,7 +45,7 @@ type Config struct {
 	// RelayHandoffRate bounds the relay's hand-offs a second (0: none).
 	RelayHandoffRate float64
 	// Adapters to host in-process, with what they share; the API base URL
-	// and the logger are the stack's own.
+	// and the logger are the system's own.
 	Adapters    []worker.AdapterFiles
 	AdapterDeps worker.AdapterDeps
 	// NoWorkers leaves the reconciler and adapters to other processes.
@@ -52,8 +53,8 @@ type Config struct {
 	Logger    zerolog.Logger
 }
 
-// Stack is a running system.
-type Stack struct {
+// System is a running system.
+type System struct {
 	App     *apiserver.App
 	Relay   *relay.Relay
 	Workers *worker.Host
@@ -70,9 +71,9 @@ type Stack struct {
 
 // Start brings the system up: API listening, relay handing over, workers
 // polling. Stop takes it down.
-func Start(ctx context.Context, cfg Config) (*Stack, error) {
+func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Temporal == nil {
-		return nil, errors.New("stack: no Temporal client")
+		return nil, errors.New("assembly: no Temporal client")
 	}
 	ln, err := net.Listen("tcp", cfg.API.Server.Listen)
 	if err != nil {
@@ -133,7 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if waker != nil {
 		waker.Register(app.Metrics.Registry)
 	}
-	s := &Stack{App: app, cfg: cfg, URL: url, failed: make(chan struct{})}
+	s := &System{App: app, cfg: cfg, URL: url, failed: make(chan struct{})}
 	s.cancel = cancel
 
 	s.Relay = relay.New(relay.Config{
@@ -158,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 }
 
 // startWorkers starts the in-process reconciler and adapter workers.
-func (s *Stack) startWorkers(engines []*executor.Engine) error {
+func (s *System) startWorkers(engines []*executor.Engine) error {
 	s.warnUnhosted(engines)
 	headers, err := systemHeaders(s.cfg)
 	if err != nil {
@@ -180,7 +181,7 @@ func (s *Stack) startWorkers(engines []*executor.Engine) error {
 }
 
 // stopWorkers stops the in-process workers.
-func (s *Stack) stopWorkers() {
+func (s *System) stopWorkers() {
 	if s.Workers != nil {
 		s.Workers.Stop()
 		s.Workers = nil
@@ -188,7 +189,7 @@ func (s *Stack) stopWorkers() {
 }
 
 // Stop takes everything down and closes the store.
-func (s *Stack) Stop() error {
+func (s *System) Stop() error {
 	s.stopWorkers()
 	s.cancel()
 	s.wg.Wait()
@@ -200,16 +201,16 @@ func (s *Stack) Stop() error {
 
 // Failed is closed when a background part (the HTTP server, the relay)
 // stops with an error; Err says which.
-func (s *Stack) Failed() <-chan struct{} { return s.failed }
+func (s *System) Failed() <-chan struct{} { return s.failed }
 
 // Err is the first failure of a background part, if any.
-func (s *Stack) Err() error {
+func (s *System) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.serveErr
 }
 
-func (s *Stack) goRun(fn func() error) {
+func (s *System) goRun(fn func() error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -220,7 +221,7 @@ func (s *Stack) goRun(fn func() error) {
 				close(s.failed)
 			}
 			s.mu.Unlock()
-			s.cfg.Logger.Error().Err(err).Msg("stack component stopped")
+			s.cfg.Logger.Error().Err(err).Msg("system component stopped")
 		}
 	}()
 }
@@ -235,7 +236,7 @@ func systemHeaders(cfg Config) ([][2]string, error) {
 	case t == nil || cfg.NoWorkers:
 		return nil, nil
 	case t.SystemHeader == "":
-		return nil, errors.New("stack: the tenancy file names system callers by token only (system_identities), which in-process workers cannot present; set system_header, or run the workers as separate processes with --api-token-file")
+		return nil, errors.New("assembly: the tenancy file names system callers by token only (system_identities), which in-process workers cannot present; set system_header, or run the workers as separate processes with --api-token-file")
 	}
 	return [][2]string{{t.SystemHeader, "true"}}, nil
 }
@@ -257,7 +258,7 @@ func loopback(a net.Addr) string {
 // required adapter's hold its resources back; an optional one's only show
 // as errors). The usual cause is a directory named differently from the
 // adapter.name in its config.
-func (s *Stack) warnUnhosted(engines []*executor.Engine) {
+func (s *System) warnUnhosted(engines []*executor.Engine) {
 	hosted := map[string]bool{}
 	for _, e := range engines {
 		hosted[e.Name()] = true
