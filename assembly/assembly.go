@@ -80,36 +80,15 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.API.Server.Listen, err)
 	}
 	url := "http://" + loopback(ln.Addr())
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Adapters load before the API touches the database, so a broken one
 	// stops start-up before anything is written. Their metrics join the
 	// API's registry once it exists.
-	var engines []*executor.Engine
-	deps := cfg.AdapterDeps
-	registerMetrics := false
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var waker *wake.Waker
-	headers, err := systemHeaders(cfg)
+	loaded, err := loadWorkers(runCtx, cfg, url)
 	if err != nil {
 		cancel()
 		ln.Close()
 		return nil, err
-	}
-	if !cfg.NoWorkers {
-		deps.APIBaseURL, deps.Logger = url, cfg.Logger
-		deps.APIHeaders = append(deps.APIHeaders, headers...)
-		if deps.Metrics == nil {
-			deps.Metrics, registerMetrics = adaptermetrics.New(nil), true
-		}
-		// Objects the adapters apply are watched: their readiness and drift
-		// wake the owning workflow instead of waiting for its timers.
-		waker = wake.New(0, nil, cfg.Logger.With().Str("component", "wake").Logger())
-		waker.Attach(cfg.Temporal)
-		deps.Changes, deps.WatchContext = waker.Notify, runCtx
-		if engines, err = worker.LoadAdapters(cfg.Adapters, deps); err != nil {
-			cancel()
-			ln.Close()
-			return nil, err
-		}
 	}
 	app, err := apiserver.Build(ctx, cfg.API)
 	if err != nil {
@@ -118,21 +97,13 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	if cfg.API.Server.Tenancy != nil {
-		// Workflows of tenants' resources start with HyperFleetTenant,
-		// which the reconciler registers when it starts; the relay may
-		// start one before it does. Not fatal: the API's credentials may
-		// not allow it, and the relay retries until it is registered.
-		sctx, stop := context.WithTimeout(ctx, 10*time.Second)
-		if err := worker.EnsureSearchAttributes(sctx, cfg.Temporal, cfg.Namespace); err != nil {
-			cfg.Logger.Warn().Err(err).Msg("search attributes not registered: hand-offs of tenants' resources wait until the reconciler (or an operator) registers HyperFleetTenant")
-		}
-		stop()
+		ensureTenantAttribute(ctx, cfg)
 	}
-	if registerMetrics {
-		deps.Metrics.Register(app.Metrics.Registry)
+	if loaded.metrics != nil {
+		loaded.metrics.Register(app.Metrics.Registry)
 	}
-	if waker != nil {
-		waker.Register(app.Metrics.Registry)
+	if loaded.waker != nil {
+		loaded.waker.Register(app.Metrics.Registry)
 	}
 	s := &System{App: app, cfg: cfg, URL: url, failed: make(chan struct{})}
 	s.cancel = cancel
@@ -148,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	s.goRun(func() error { return app.Server.Serve(runCtx, ln) })
 
 	if !cfg.NoWorkers {
-		if err := s.startWorkers(engines); err != nil {
+		if err := s.startWorkers(loaded.engines); err != nil {
 			if stopErr := s.Stop(); stopErr != nil {
 				return nil, fmt.Errorf("%w (and stopping what had started: %v)", err, stopErr)
 			}
@@ -156,6 +127,55 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		}
 	}
 	return s, nil
+}
+
+// loadedWorkers is what the in-process workers need before they start.
+type loadedWorkers struct {
+	engines []*executor.Engine
+	// metrics are the adapters' metrics when the system made them: they
+	// join the API's registry.
+	metrics *adaptermetrics.Metrics
+	waker   *wake.Waker
+}
+
+// loadWorkers loads the in-process adapters, calling the API at url as
+// system callers; nothing with cfg.NoWorkers. Their watches last as long as
+// runCtx.
+func loadWorkers(runCtx context.Context, cfg Config, url string) (loadedWorkers, error) {
+	var w loadedWorkers
+	headers, err := systemHeaders(cfg)
+	if err != nil || cfg.NoWorkers {
+		return w, err
+	}
+	deps := cfg.AdapterDeps
+	deps.APIBaseURL, deps.Logger = url, cfg.Logger
+	deps.APIHeaders = append(deps.APIHeaders, headers...)
+	if deps.Metrics == nil {
+		deps.Metrics = adaptermetrics.New(nil)
+		w.metrics = deps.Metrics
+	}
+	// Objects the adapters apply are watched: their readiness and drift
+	// wake the owning workflow instead of waiting for its timers.
+	w.waker = wake.New(0, nil, cfg.Logger.With().Str("component", "wake").Logger())
+	w.waker.Attach(cfg.Temporal)
+	deps.Changes, deps.WatchContext = w.waker.Notify, runCtx
+	if w.engines, err = worker.LoadAdapters(cfg.Adapters, deps); err != nil {
+		return loadedWorkers{}, err
+	}
+	return w, nil
+}
+
+// ensureTenantAttribute registers the search attribute workflows of
+// tenants' resources start with (HyperFleetTenant), which the reconciler
+// registers when it starts; the relay may start one before it does. Not
+// fatal: the API's credentials may not allow it, and the relay retries
+// until it is registered.
+func ensureTenantAttribute(ctx context.Context, cfg Config) {
+	sctx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	if err := worker.EnsureSearchAttributes(sctx, cfg.Temporal, cfg.Namespace); err != nil {
+		cfg.Logger.Warn().Err(err).Msg("search attributes not registered: hand-offs of tenants' resources wait until the reconciler (or an operator) registers HyperFleetTenant")
+	}
 }
 
 // startWorkers starts the in-process reconciler and adapter workers.
