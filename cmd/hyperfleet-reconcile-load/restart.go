@@ -60,24 +60,8 @@ func (b *bench) restart(ctx context.Context) error {
 	}
 
 	// The fleet: n clusters, each with its running workflow.
-	first, err := start(b.w.adapters, io.Discard)
+	ids, err := b.seedFleet(ctx, tc, start)
 	if err != nil {
-		return err
-	}
-	api := &apiClient{base: first.URL + resource.BasePath, http: &http.Client{Timeout: 30 * time.Second}}
-	t := time.Now()
-	ids, err := api.createClusters(ctx, b.o.clusters, b.o.concurrency)
-	if err != nil {
-		_ = first.Stop()
-		return err
-	}
-	if err := waitRunning(ctx, tc, len(ids), b.o.timeout); err != nil {
-		_ = first.Stop()
-		return err
-	}
-	fmt.Printf("%d clusters and their workflows in %s\n\n", len(ids), time.Since(t).Round(time.Second))
-	time.Sleep(2 * time.Second) // the first start-up pass stores its fingerprint
-	if err := first.Stop(); err != nil {
 		return err
 	}
 
@@ -118,6 +102,33 @@ func (b *bench) restart(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// seedFleet creates the clusters through a first API with the
+// workload's adapters, waits until each has its running workflow, and
+// stops that API; start starts an API.
+func (b *bench) seedFleet(ctx context.Context, tc client.Client, start func(adapters []string, log io.Writer) (*assembly.System, error)) ([]string, error) {
+	first, err := start(b.w.adapters, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	api := &apiClient{base: first.URL + resource.BasePath, http: &http.Client{Timeout: 30 * time.Second}}
+	t := time.Now()
+	ids, err := api.createClusters(ctx, b.o.clusters, b.o.concurrency)
+	if err != nil {
+		_ = first.Stop()
+		return nil, err
+	}
+	if err := waitRunning(ctx, tc, len(ids), b.o.timeout); err != nil {
+		_ = first.Stop()
+		return nil, err
+	}
+	fmt.Printf("%d clusters and their workflows in %s\n\n", len(ids), time.Since(t).Round(time.Second))
+	time.Sleep(2 * time.Second) // the first start-up pass stores its fingerprint
+	if err := first.Stop(); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 func waitRunning(ctx context.Context, tc client.Client, n int, timeout time.Duration) error {
