@@ -53,6 +53,10 @@ type AdapterDeps struct {
 	// Maestro overrides every Maestro adapter's clients.maestro settings
 	// (the worker's --maestro-* flags), over HYPERFLEET_MAESTRO_*.
 	Maestro maestrotransport.Overrides
+	// MaestroClients are the Maestro clients adapters share, one per
+	// settings. Nil: LoadAdapters makes one set for the adapters it loads;
+	// LoadAdapter, one for its adapter.
+	MaestroClients *maestrotransport.Clients
 }
 
 // LoadAdapter reads, validates and wires one adapter. Every problem in the
@@ -100,7 +104,10 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 			}
 			transports[client] = t
 		case taskconfig.ClientMaestro:
-			t, err := maestroTransport(b, deps.Maestro, deps.Changes, deps.Logger)
+			if deps.MaestroClients == nil {
+				deps.MaestroClients = maestrotransport.NewClients()
+			}
+			t, err := maestroTransport(b, deps.MaestroClients, deps.Maestro, deps.Changes, deps.Logger)
 			if err != nil {
 				return nil, fmt.Errorf("adapter %s: %w", name, err)
 			}
@@ -126,6 +133,9 @@ func LoadAdapter(files AdapterFiles, deps AdapterDeps) (*executor.Engine, error)
 
 // LoadAdapters loads every adapter; the first that fails stops the load.
 func LoadAdapters(files []AdapterFiles, deps AdapterDeps) ([]*executor.Engine, error) {
+	if deps.MaestroClients == nil {
+		deps.MaestroClients = maestrotransport.NewClients()
+	}
 	engines := make([]*executor.Engine, 0, len(files))
 	for _, f := range files {
 		eng, err := LoadAdapter(f, deps)

@@ -201,13 +201,15 @@ func TermCounts(ctx context.Context, st Store) (kept, exact map[string]int64, er
 	return kept, exact, nil
 }
 
-// MaxSpecWalk and SetMaxSpecWalk read and set the walk bound past which a
-// PostgreSQL term plan's page with a spec residual is read by its SQL
-// form; SetMaxSpecWalk returns the function that restores it.
-func MaxSpecWalk() int64 { return maxSpecWalk }
+// MaxSpecWalk and SetMaxSpecWalk read and set a store's walk bound past
+// which a PostgreSQL term plan's page with a spec residual is read by its
+// SQL form; SetMaxSpecWalk returns the function that restores it. Set it
+// only while nothing else uses the store.
+func MaxSpecWalk(st Store) int64 { return st.(*gormStore).maxSpecWalk }
 
-func SetMaxSpecWalk(n int64) (restore func()) {
-	old := maxSpecWalk
-	maxSpecWalk = n
-	return func() { maxSpecWalk = old }
+func SetMaxSpecWalk(st Store, n int64) (restore func()) {
+	s := st.(*gormStore)
+	old := s.maxSpecWalk
+	s.maxSpecWalk = n
+	return func() { s.maxSpecWalk = old }
 }

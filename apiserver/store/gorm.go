@@ -54,6 +54,8 @@ type gormStore struct {
 	stmts   *statements
 	counts  countCache // totals of term-plan searches (terms.go)
 	kinds   *resource.Kinds
+	// maxSpecWalk is defaultMaxSpecWalk (terms.go); tests move it.
+	maxSpecWalk int64
 }
 
 // Open connects to the configured backend and checks it answers. It does
@@ -121,7 +123,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		rebind = postgresPlaceholders
 	}
 	s := &gormStore{db: db, sqlDB: sqlDB, maxIdle: maxIdle, backend: cfg.Driver, log: cfg.Logger, qlog: qlog, kinds: kinds,
-		stmts: &statements{db: sqlDB, rebind: rebind}}
+		stmts: &statements{db: sqlDB, rebind: rebind}, maxSpecWalk: defaultMaxSpecWalk}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {

@@ -176,12 +176,12 @@ func TestIndexedSearchMatchesExact(t *testing.T) {
 		// On PostgreSQL a spec equality beside a term is checked on the
 		// walked rows, or, where that walk would be long, the page is read
 		// by the SQL form after the kept count: both ways must agree.
-		walkBounds := []int64{store.MaxSpecWalk()}
+		walkBounds := []int64{store.MaxSpecWalk(s)}
 		if s.Backend() == store.BackendPostgres {
 			walkBounds = append(walkBounds, 0)
 		}
 		for _, bound := range walkBounds {
-			restore := store.SetMaxSpecWalk(bound)
+			restore := store.SetMaxSpecWalk(s, bound)
 			for _, q := range queries {
 				exact, exactTotal := listIDs(t, s, q, false)
 				got, total := listIDs(t, s, q, true)

@@ -309,18 +309,18 @@ func (s *gormStore) termCount(ctx context.Context, kind string, p *search.TermPl
 	return total, walk, stats[2*first+1], nil
 }
 
-// maxSpecWalk bounds the rows a page of a PostgreSQL term plan with a spec
-// residual may expect to walk, reading each row to check its spec: a spec
-// value rare among the walked term's holders (Ready=True beside one
+// defaultMaxSpecWalk bounds the rows a page of a PostgreSQL term plan with
+// a spec residual may expect to walk, reading each row to check its spec: a
+// spec value rare among the walked term's holders (Ready=True beside one
 // region) would read most of them for each page, where the search's SQL
-// form finds the few rows through the GIN index on spec. A variable for
-// tests.
-var maxSpecWalk int64 = 5000
+// form finds the few rows through the GIN index on spec. Each store keeps
+// its own bound (gormStore.maxSpecWalk), so tests can move it.
+const defaultMaxSpecWalk int64 = 5000
 
 // walksTooFar reports whether a page of limit rows expects to read more
-// than maxSpecWalk of the walked term's held rows, total of which match.
-func walksTooFar(held, total int64, limit int) bool {
-	return total > 0 && held*int64(limit+1) > maxSpecWalk*total
+// than maxWalk of the walked term's held rows, total of which match.
+func walksTooFar(held, total int64, limit int, maxWalk int64) bool {
+	return total > 0 && held*int64(limit+1) > maxWalk*total
 }
 
 // scanOne runs a one-row read into ints, then into the extra targets.
@@ -354,7 +354,7 @@ func (s *gormStore) listByTerms(ctx context.Context, q ListQuery, order []search
 	if err != nil {
 		return Page{}, fmt.Errorf("count %s: %w", q.Kind, err)
 	}
-	if specResidual(s.backend, p) && q.Limit > 0 && walksTooFar(held, total, q.Limit) {
+	if specResidual(s.backend, p) && q.Limit > 0 && walksTooFar(held, total, q.Limit, s.maxSpecWalk) {
 		return s.listBySQL(ctx, q, order)
 	}
 	page.Total = total

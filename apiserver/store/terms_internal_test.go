@@ -50,7 +50,7 @@ func TestRarestIgnoresTheSpecMarker(t *testing.T) {
 }
 
 // TestWalksTooFar: a page walks held/total rows per match; past
-// maxSpecWalk for the page the search's SQL form serves it.
+// defaultMaxSpecWalk for the page the search's SQL form serves it.
 func TestWalksTooFar(t *testing.T) {
 	for _, tc := range []struct {
 		held, total int64
@@ -65,7 +65,7 @@ func TestWalksTooFar(t *testing.T) {
 		{5000, 1, 0, false},     // a page of none reads one row past
 		{5001, 1, 0, true},
 	} {
-		if got := walksTooFar(tc.held, tc.total, tc.limit); got != tc.want {
+		if got := walksTooFar(tc.held, tc.total, tc.limit, defaultMaxSpecWalk); got != tc.want {
 			t.Errorf("held %d, total %d, limit %d: %v, want %v", tc.held, tc.total, tc.limit, got, tc.want)
 		}
 	}

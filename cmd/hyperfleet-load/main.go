@@ -98,42 +98,9 @@ func run(o options) error {
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency * 2, MaxConnsPerHost: o.concurrency * 2}, Timeout: 30 * time.Second}
 	l := &loader{client: client, base: o.url + "/api/hyperfleet/v1", tenants: o.tenants}
-
-	start := time.Now()
-	ids, err := l.seed(ctx, o.clusters, o.nodepools)
+	ids, deepTokens, err := l.clusterIDs(ctx, o)
 	if err != nil {
 		return err
-	}
-	seedTime := time.Since(start)
-	var deepTokens []string
-	if o.idsFile != "" {
-		raw, err := os.ReadFile(o.idsFile)
-		if err != nil {
-			return err
-		}
-		ids = strings.Fields(string(raw))
-	}
-	if o.clusters == 0 && o.idsFile == "" || strings.Contains(o.scenarios, "deep-page") {
-		walkCtx := ctx
-		if o.tenants > 0 {
-			walkCtx = asTenant(ctx, 0) // the deep pages' tokens are tenant 0's
-		}
-		walked, deep, err := l.walk(walkCtx)
-		if err != nil {
-			return err
-		}
-		if o.clusters == 0 && o.idsFile == "" {
-			ids = walked
-		}
-		deepTokens = deep
-	}
-	if len(ids) == 0 {
-		return fmt.Errorf("no clusters to load: seed some with --clusters")
-	}
-	if o.clusters > 0 {
-		requests := o.clusters + o.clusters/2*2 + o.clusters*o.nodepools
-		fmt.Printf("seeded %d clusters (half of them Ready) and %d node pools in %s: %.0f clusters/s, %.0f requests/s\n", o.clusters, o.clusters*o.nodepools,
-			seedTime.Round(time.Millisecond), float64(o.clusters)/seedTime.Seconds(), float64(requests)/seedTime.Seconds())
 	}
 	if srv != nil {
 		fmt.Printf("hyperfleet serve (%s) RSS after seeding: %s\n", o.db, srv.rss())
@@ -153,7 +120,74 @@ func run(o options) error {
 	if o.tenants > 0 {
 		lastPage = (len(ids)/o.tenants + 19) / 20 // one tenant's list
 	}
-	scenarios := map[string]func(r *rand.Rand) (string, string, []byte){
+	scenarios := l.scenarios(ids, deepTokens, bareBase, lastPage)
+	fmt.Printf("| scenario | requests | errors | req/s | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, name := range strings.Split(o.scenarios, ",") {
+		gen, ok := scenarios[name]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q; known: %s", name, strings.Join(scenarioNames, ","))
+		}
+		if err := l.runScenario(ctx, o, srv, name, gen); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\n%d workers, %s per scenario, %d clusters, GOMAXPROCS=%d\n", o.concurrency, o.duration, len(ids), runtime.GOMAXPROCS(0))
+	if o.tenants > 0 {
+		fmt.Printf("tenancy on: %d tenants of about %d clusters each; lists and searches are one tenant's\n", o.tenants, len(ids)/o.tenants)
+	}
+	if srv != nil {
+		fmt.Printf("hyperfleet serve (%s) RSS at the end: %s\n", o.db, srv.rss())
+	}
+	return nil
+}
+
+// clusterIDs seeds the clusters and node pools o asks for and returns the
+// ids of the clusters to load (the seeded ones, --ids', or the listed
+// ones), with continuation tokens of deep pages when a scenario needs them.
+func (l *loader) clusterIDs(ctx context.Context, o options) (ids, deepTokens []string, err error) {
+	start := time.Now()
+	ids, err = l.seed(ctx, o.clusters, o.nodepools)
+	if err != nil {
+		return nil, nil, err
+	}
+	seedTime := time.Since(start)
+	if o.idsFile != "" {
+		raw, err := os.ReadFile(o.idsFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids = strings.Fields(string(raw))
+	}
+	if o.clusters == 0 && o.idsFile == "" || strings.Contains(o.scenarios, "deep-page") {
+		walkCtx := ctx
+		if o.tenants > 0 {
+			walkCtx = asTenant(ctx, 0) // the deep pages' tokens are tenant 0's
+		}
+		walked, deep, err := l.walk(walkCtx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.clusters == 0 && o.idsFile == "" {
+			ids = walked
+		}
+		deepTokens = deep
+	}
+	if len(ids) == 0 {
+		return nil, nil, fmt.Errorf("no clusters to load: seed some with --clusters")
+	}
+	if o.clusters > 0 {
+		requests := o.clusters + o.clusters/2*2 + o.clusters*o.nodepools
+		fmt.Printf("seeded %d clusters (half of them Ready) and %d node pools in %s: %.0f clusters/s, %.0f requests/s\n", o.clusters, o.clusters*o.nodepools,
+			seedTime.Round(time.Millisecond), float64(o.clusters)/seedTime.Seconds(), float64(requests)/seedTime.Seconds())
+	}
+	return ids, deepTokens, nil
+}
+
+// scenarios are the request generators by scenario name, over the clusters
+// ids; bareBase is the bare handler's API base and lastPage the last page
+// of 20 a caller lists.
+func (l *loader) scenarios(ids, deepTokens []string, bareBase string, lastPage int) map[string]func(r *rand.Rand) (string, string, []byte) {
+	return map[string]func(r *rand.Rand) (string, string, []byte){
 		"get-bare": func(r *rand.Rand) (string, string, []byte) {
 			return "GET", bareBase + "/clusters/" + ids[r.IntN(len(ids))], nil
 		},
@@ -194,37 +228,28 @@ func run(o options) error {
 			return putStatus(l.base, ids, r)
 		},
 	}
-	fmt.Printf("| scenario | requests | errors | req/s | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, name := range strings.Split(o.scenarios, ",") {
-		gen, ok := scenarios[name]
-		if !ok {
-			return fmt.Errorf("unknown scenario %q; known: %s", name, strings.Join(scenarioNames, ","))
-		}
-		rate := 0
-		if name == "put-status-500" {
-			rate = 500
-		}
-		var profiled chan error
-		if o.profile != "" && srv != nil {
-			profiled = make(chan error, 1)
-			go func() { profiled <- srv.cpuProfile(o.duration, filepath.Join(o.profile, name+".pprof")) }()
-		}
-		res := l.drive(ctx, gen, o.concurrency, o.duration, rate)
-		if profiled != nil {
-			if err := <-profiled; err != nil {
-				return err
-			}
-		}
-		fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s |\n", name, res.n, res.errors, float64(res.n)/res.elapsed.Seconds(),
-			ms(res.pct(50)), ms(res.pct(90)), ms(res.pct(99)))
+}
+
+// runScenario drives one scenario for o.duration, profiling the started
+// server meanwhile when asked, and prints its row of the table.
+func (l *loader) runScenario(ctx context.Context, o options, srv *server, name string, gen func(*rand.Rand) (string, string, []byte)) error {
+	rate := 0
+	if name == "put-status-500" {
+		rate = 500
 	}
-	fmt.Printf("\n%d workers, %s per scenario, %d clusters, GOMAXPROCS=%d\n", o.concurrency, o.duration, len(ids), runtime.GOMAXPROCS(0))
-	if o.tenants > 0 {
-		fmt.Printf("tenancy on: %d tenants of about %d clusters each; lists and searches are one tenant's\n", o.tenants, len(ids)/o.tenants)
+	var profiled chan error
+	if o.profile != "" && srv != nil {
+		profiled = make(chan error, 1)
+		go func() { profiled <- srv.cpuProfile(o.duration, filepath.Join(o.profile, name+".pprof")) }()
 	}
-	if srv != nil {
-		fmt.Printf("hyperfleet serve (%s) RSS at the end: %s\n", o.db, srv.rss())
+	res := l.drive(ctx, gen, o.concurrency, o.duration, rate)
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return err
+		}
 	}
+	fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s |\n", name, res.n, res.errors, float64(res.n)/res.elapsed.Seconds(),
+		ms(res.pct(50)), ms(res.pct(90)), ms(res.pct(99)))
 	return nil
 }
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -47,8 +47,8 @@ func (b *bench) restart(ctx context.Context) error {
 		return err
 	}
 	defer tc.Close()
-	start := func(adapters []string, log io.Writer) (*stack.Stack, error) {
-		return stack.Start(ctx, stack.Config{
+	start := func(adapters []string, log io.Writer) (*assembly.System, error) {
+		return assembly.Start(ctx, assembly.Config{
 			API: apiserver.Options{
 				Server:     apiserver.Config{Listen: "127.0.0.1:0"},
 				Store:      store.Config{Driver: store.BackendSQLite, URL: filepath.Join(dir, "hyperfleet.db")},
@@ -60,24 +60,8 @@ func (b *bench) restart(ctx context.Context) error {
 	}
 
 	// The fleet: n clusters, each with its running workflow.
-	first, err := start(b.w.adapters, io.Discard)
+	ids, err := b.seedFleet(ctx, tc, start)
 	if err != nil {
-		return err
-	}
-	api := &apiClient{base: first.URL + resource.BasePath, http: &http.Client{Timeout: 30 * time.Second}}
-	t := time.Now()
-	ids, err := api.createClusters(ctx, b.o.clusters, b.o.concurrency)
-	if err != nil {
-		_ = first.Stop()
-		return err
-	}
-	if err := waitRunning(ctx, tc, len(ids), b.o.timeout); err != nil {
-		_ = first.Stop()
-		return err
-	}
-	fmt.Printf("%d clusters and their workflows in %s\n\n", len(ids), time.Since(t).Round(time.Second))
-	time.Sleep(2 * time.Second) // the first start-up pass stores its fingerprint
-	if err := first.Stop(); err != nil {
 		return err
 	}
 
@@ -118,6 +102,33 @@ func (b *bench) restart(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// seedFleet creates the clusters through a first API with the
+// workload's adapters, waits until each has its running workflow, and
+// stops that API; start starts an API.
+func (b *bench) seedFleet(ctx context.Context, tc client.Client, start func(adapters []string, log io.Writer) (*assembly.System, error)) ([]string, error) {
+	first, err := start(b.w.adapters, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	api := &apiClient{base: first.URL + resource.BasePath, http: &http.Client{Timeout: 30 * time.Second}}
+	t := time.Now()
+	ids, err := api.createClusters(ctx, b.o.clusters, b.o.concurrency)
+	if err != nil {
+		_ = first.Stop()
+		return nil, err
+	}
+	if err := waitRunning(ctx, tc, len(ids), b.o.timeout); err != nil {
+		_ = first.Stop()
+		return nil, err
+	}
+	fmt.Printf("%d clusters and their workflows in %s\n\n", len(ids), time.Since(t).Round(time.Second))
+	time.Sleep(2 * time.Second) // the first start-up pass stores its fingerprint
+	if err := first.Stop(); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 func waitRunning(ctx context.Context, tc client.Client, n int, timeout time.Duration) error {

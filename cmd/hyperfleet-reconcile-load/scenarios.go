@@ -99,18 +99,9 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 	if mode == "poll" {
 		label = fmt.Sprintf("poll every %s", b.o.pollInterval)
 	}
-	costCols := "| | | |"
-	if sys.tc != nil {
-		time.Sleep(time.Second) // the workflow tasks that follow the last report
-		costs, err := sys.cost(ctx, resource.KindCluster, ids)
-		if err != nil {
-			return err
-		}
-		var sum temporalcost.Cost
-		for _, c := range costs {
-			sum = sum.Add(c)
-		}
-		costCols = fmt.Sprintf("%.1f | %.1f | %.1f | %.1f |", float64(sum.ActivityTasks)/n, float64(sum.WorkflowTasks)/n, float64(sum.Events)/n, float64(sum.Actions)/n)
+	costCols, err := costColumns(ctx, sys, ids, n)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("| %s | %d | %s | %s | %s | %s | %.1f | %.1f | %s\n", label, len(all), secs(pct(lat, 50)), secs(pct(lat, 90)), secs(pct(lat, 99)),
 		secs(pct(lat, 100)), n/last.Sub(first).Seconds(), sys.adapterRuns()/n, costCols)
@@ -166,10 +157,7 @@ func (b *bench) changes(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var d temporalcost.Cost
-		for id, c := range after {
-			d = d.Add(c.Sub(before[id]))
-		}
+		d := costGrowth(before, after)
 		k := float64(len(ids))
 		fmt.Printf("| %s | %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", name, len(ids), p50, float64(d.ActivityTasks)/k, float64(d.WorkflowTasks)/k,
 			float64(d.Events)/k, float64(d.Actions)/k, float64(d.Signals)/k, float64(d.Timers)/k, float64(d.LocalActivities)/k)
@@ -243,18 +231,7 @@ func (b *bench) idleScenario(ctx context.Context) error {
 		return err
 	}
 	defer sys.stop()
-	// What the measured processes used so far: this one (the embedded
-	// stack) or the production shape's, and the control plane's.
-	cpuNow := b.cpu
-	if sys.tp != nil {
-		cpuNow = func() float64 {
-			total := 0.0
-			for _, v := range processCPU(sys.tp) {
-				total += v
-			}
-			return total
-		}
-	}
+	cpuNow := b.measuredCPU(sys)
 	// The stack with no clusters: what it costs to be up.
 	cpu0 := cpuNow()
 	var procs0 map[string]float64
@@ -293,10 +270,7 @@ func (b *bench) idleScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var d temporalcost.Cost
-	for id, c := range after {
-		d = d.Add(c.Sub(before[id]))
-	}
+	d := costGrowth(before, after)
 	all, err := sys.api.clusters(ctx)
 	if err != nil {
 		return err
@@ -317,14 +291,63 @@ func (b *bench) idleScenario(ctx context.Context) error {
 	fmt.Printf("| %d | %s | %s | %.0f | %d | %d | %.2f | %.2f | %.1f | %d |\n", len(ids), window, b.o.idle, rounds, d.ActivityTasks, d.Actions,
 		used/idle, base, perAdapterRun*1000, reconciled)
 	if perAdapterRun > 0 {
-		adapters := float64(len(b.w.adapters))
-		perCluster := perAdapterRun * adapters // CPU-s per self-healing round of one cluster
-		capacity := (0.7*float64(2) - base) * (30 * 60) / perCluster
-		fmt.Printf("\nAt the default 30-minute window one cluster costs %.1f CPU-ms per round (%d adapters), %.2f rounds an hour: "+
-			"about %.0f Reconciled clusters fit under 70%% of 2 cores (less %.2f cores at rest).\n", perCluster*1000, len(b.w.adapters), 2.0, capacity, base)
-		fmt.Printf("Actions per Reconciled cluster per hour at a 30-minute window: %.1f\n", float64(d.Actions)/rounds*2)
+		b.printIdleCapacity(perAdapterRun, base, float64(d.Actions)/rounds)
 	}
 	return nil
+}
+
+// measuredCPU returns what the measured processes used so far: this one
+// (the embedded stack) or the production shape's, and the control plane's.
+func (b *bench) measuredCPU(sys *system) func() float64 {
+	if sys.tp == nil {
+		return b.cpu
+	}
+	return func() float64 {
+		total := 0.0
+		for _, v := range processCPU(sys.tp) {
+			total += v
+		}
+		return total
+	}
+}
+
+// printIdleCapacity prints how many Reconciled clusters fit on 2 cores at
+// the default 30-minute stability window, from the CPU-s an adapter run
+// costs, the cores the system uses at rest and the actions of one round.
+func (b *bench) printIdleCapacity(perAdapterRun, base, actionsPerRound float64) {
+	adapters := float64(len(b.w.adapters))
+	perCluster := perAdapterRun * adapters // CPU-s per self-healing round of one cluster
+	capacity := (0.7*float64(2) - base) * (30 * 60) / perCluster
+	fmt.Printf("\nAt the default 30-minute window one cluster costs %.1f CPU-ms per round (%d adapters), %.2f rounds an hour: "+
+		"about %.0f Reconciled clusters fit under 70%% of 2 cores (less %.2f cores at rest).\n", perCluster*1000, len(b.w.adapters), 2.0, capacity, base)
+	fmt.Printf("Actions per Reconciled cluster per hour at a 30-minute window: %.1f\n", actionsPerRound*2)
+}
+
+// costColumns are the burst table's cost columns: what the workflows of
+// ids cost, per cluster of n; empty without Temporal.
+func costColumns(ctx context.Context, sys *system, ids []string, n float64) (string, error) {
+	if sys.tc == nil {
+		return "| | | |", nil
+	}
+	time.Sleep(time.Second) // the workflow tasks that follow the last report
+	costs, err := sys.cost(ctx, resource.KindCluster, ids)
+	if err != nil {
+		return "", err
+	}
+	var sum temporalcost.Cost
+	for _, c := range costs {
+		sum = sum.Add(c)
+	}
+	return fmt.Sprintf("%.1f | %.1f | %.1f | %.1f |", float64(sum.ActivityTasks)/n, float64(sum.WorkflowTasks)/n, float64(sum.Events)/n, float64(sum.Actions)/n), nil
+}
+
+// costGrowth is what the workflows cost from before to after, summed.
+func costGrowth(before, after map[string]temporalcost.Cost) temporalcost.Cost {
+	var d temporalcost.Cost
+	for id, c := range after {
+		d = d.Add(c.Sub(before[id]))
+	}
+	return d
 }
 
 // cpu is the CPU time (seconds) used so far by this process and the

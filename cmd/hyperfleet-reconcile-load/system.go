@@ -27,8 +27,8 @@ import (
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/internal/temporalcost"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -98,7 +98,7 @@ func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) 
 			return fail(err)
 		}
 		stops = append(stops, tc.Close)
-		s, err := stack.Start(ctx, stack.Config{API: apiOpts, Temporal: tc, Reconcile: opts, Adapters: b.w.files, AdapterDeps: deps, Logger: zerolog.Nop()})
+		s, err := assembly.Start(ctx, assembly.Config{API: apiOpts, Temporal: tc, Reconcile: opts, Adapters: b.w.files, AdapterDeps: deps, Logger: zerolog.Nop()})
 		if err != nil {
 			return fail(err)
 		}

@@ -20,9 +20,9 @@ import (
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
 	"github.com/hyperfleet/hyperfleet/internal/loopback"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -117,7 +117,6 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-
 	kube, kubeSource, err := devKube(ctx, f.kubeconfig)
 	if err != nil {
 		return err
@@ -130,118 +129,27 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	registered, optional := map[string][]string{}, map[string][]string{}
-	for _, kind := range kinds.Names() {
-		registered[kind] = []string{}
-	}
-	source := f.taskconfigs
-	if source == "" {
-		source = "the shipped adapters"
-	}
-	var files []worker.AdapterFiles
-	loaded := map[string]bool{}
-	add := func(set, into map[string][]string) error {
-		for _, kind := range kinds.Names() {
-			for _, name := range set[kind] {
-				dir, ok := dirs[name]
-				if !ok {
-					return fmt.Errorf("adapter %s not found in %s: it needs a directory %s holding adapter-config.yaml and adapter-task-config.yaml", name, source, name)
-				}
-				into[kind] = append(into[kind], name)
-				// One adapter may serve several kinds; it is hosted once.
-				if !loaded[name] {
-					loaded[name] = true
-					files = append(files, worker.AdapterFiles{Config: filepath.Join(dir, "adapter-config.yaml"), TaskConfig: filepath.Join(dir, "adapter-task-config.yaml")})
-				}
-			}
-		}
-		return nil
-	}
-	// The default choice per kind: the adapters that need no cluster, plus
-	// the Kubernetes ones when there is a cluster. A flag replaces it; an
-	// adapter that needs a cluster without one then fails to load and says so.
-	// A kind of a kinds file runs the adapters the file requires.
-	chosen := map[string][]string{}
-	for _, k := range kinds.All() {
-		if _, shipped := devAdapters[k.Kind]; !shipped {
-			chosen[k.Kind] = k.RequiredAdapters
-			continue
-		}
-		chosen[k.Kind] = append([]string{}, devAdapters[k.Kind]...)
-		if kube != nil {
-			chosen[k.Kind] = append(chosen[k.Kind], devKubeAdapters[k.Kind]...)
-		}
-	}
-	if f.clusterAdapters != nil {
-		chosen[resource.KindCluster] = f.clusterAdapters
-	}
-	if f.nodePoolAdapters != nil {
-		chosen[resource.KindNodePool] = f.nodePoolAdapters
-	}
-	if err := add(chosen, registered); err != nil {
-		return err
-	}
-	// Optional adapters: a kinds file's, and the flags' for clusters and
-	// node pools (a flag replaces the file's list, as for required ones).
-	optionalChosen := map[string][]string{}
-	for _, k := range kinds.All() {
-		optionalChosen[k.Kind] = k.OptionalAdapters
-	}
-	if f.clusterOptional != nil {
-		optionalChosen[resource.KindCluster] = f.clusterOptional
-	}
-	if f.nodePoolOptional != nil {
-		optionalChosen[resource.KindNodePool] = f.nodePoolOptional
-	}
-	if err := add(optionalChosen, optional); err != nil {
-		return err
-	}
-	switch {
-	case kube != nil:
-		log.Info().Str("cluster", kube.Host).Str("from", kubeSource).Msg("Kubernetes adapters can run (landing-zone, validation-job, nodepool-config)")
-	case f.clusterAdapters == nil || f.nodePoolAdapters == nil:
-		log.Warn().Msg("Kubernetes adapters off (landing-zone, validation-job, nodepool-config): no cluster configured. " +
-			"Set KUBECONFIG or pass --kubeconfig to run them, e.g. KUBECONFIG=~/.kube/config make run")
-	}
-
-	// The embedded server picks its internal ports itself; keep it off the
-	// ones this command will bind next.
-	loopback.Avoid(portOf(f.listen), f.uiPort)
-	srv, err := embeddedtemporal.Start(embeddedtemporal.Config{
-		DatabaseFile:     filepath.Join(state, "temporal.db"),
-		Port:             f.temporalPort,
-		SearchAttributes: reconcile.SearchAttributes(),
-		LogFile:          filepath.Join(state, "temporal.log"),
-	})
+	adapters, err := chooseDevAdapters(f, kinds, dirs, kube != nil)
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
-	uiURL := ""
-	if f.uiPort != 0 {
-		ui, err := srv.StartUI(f.uiPort)
-		if err != nil {
-			return err
-		}
-		defer ui.Stop()
-		uiURL = ui.URL
+	logDevKube(f, kube, kubeSource, log)
+
+	srv, uiURL, stopTemporal, err := startDevTemporal(f, state)
+	if err != nil {
+		return err
 	}
+	defer stopTemporal()
 	tr, err := f.tracing.setup(ctx, log)
 	if err != nil {
 		return err
 	}
 	defer shutdownTracing(ctx, tr, log)
-	topts := client.Options{Logger: temporalclient.Logger(log.With().Str("component", "temporal").Logger())}
 	var tracer trace.TracerProvider
 	if tr.Enabled() {
 		tracer = tr.Provider
-		ti, err := temporalclient.TracingInterceptor(tracer)
-		if err != nil {
-			return err
-		}
-		topts.Interceptors = append(topts.Interceptors, ti)
 	}
-	tc, err := srv.Dial(topts)
+	tc, err := dialDevTemporal(srv, tracer, log)
 	if err != nil {
 		return err
 	}
@@ -251,18 +159,18 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if kube != nil {
 		kubeFn = func() (*rest.Config, error) { return kube, nil }
 	}
-	s, err := stack.Start(ctx, stack.Config{
+	s, err := assembly.Start(ctx, assembly.Config{
 		API: apiserver.Options{
 			Server:     apiserver.Config{Listen: f.listen, Version: version.Version, BuildTime: version.BuildTime, Tracer: tracer},
 			Store:      storeCfg,
 			Kinds:      kinds,
-			Registered: registered,
-			Optional:   optional,
+			Registered: adapters.registered,
+			Optional:   adapters.optional,
 			Logger:     log,
 		},
 		Temporal: tc, Namespace: srv.Namespace(),
 		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff,
-		Adapters: files,
+		Adapters: adapters.files,
 		AdapterDeps: worker.AdapterDeps{Kube: kubeFn, Maestro: f.maestroSet,
 			KubeMissing: "set KUBECONFIG or pass --kubeconfig"},
 		Logger: log,
@@ -270,13 +178,160 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	printWelcome(s.URL, uiURL, srv.HostPort(), state, registered, tr.Enabled())
+	printWelcome(s.URL, uiURL, srv.HostPort(), state, adapters.registered, tr.Enabled())
 	select {
 	case <-ctx.Done():
 	case <-s.Failed():
 	}
 	log.Info().Msg("stopping")
 	return s.Stop()
+}
+
+// devAdapterSet is what dev hosts and registers: each adapter's files once
+// (one adapter may serve several kinds), and the adapters of each kind.
+type devAdapterSet struct {
+	files      []worker.AdapterFiles
+	registered map[string][]string
+	optional   map[string][]string
+
+	dirs   map[string]string
+	source string // where dirs come from, for errors
+	kinds  []string
+	loaded map[string]bool
+}
+
+// chooseDevAdapters picks the required and optional adapters of each kind
+// and finds their files in dirs. haveKube says a cluster is configured.
+func chooseDevAdapters(f *devFlags, kinds *resource.Kinds, dirs map[string]string, haveKube bool) (*devAdapterSet, error) {
+	a := &devAdapterSet{registered: map[string][]string{}, optional: map[string][]string{},
+		dirs: dirs, source: f.taskconfigs, kinds: kinds.Names(), loaded: map[string]bool{}}
+	for _, kind := range a.kinds {
+		a.registered[kind] = []string{}
+	}
+	if a.source == "" {
+		a.source = "the shipped adapters"
+	}
+	if err := a.add(devRequired(f, kinds, haveKube), a.registered); err != nil {
+		return nil, err
+	}
+	if err := a.add(devOptional(f, kinds), a.optional); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// add records the adapters of set under each kind in into, and their
+// files once each.
+func (a *devAdapterSet) add(set, into map[string][]string) error {
+	for _, kind := range a.kinds {
+		for _, name := range set[kind] {
+			dir, ok := a.dirs[name]
+			if !ok {
+				return fmt.Errorf("adapter %s not found in %s: it needs a directory %s holding adapter-config.yaml and adapter-task-config.yaml", name, a.source, name)
+			}
+			into[kind] = append(into[kind], name)
+			if !a.loaded[name] {
+				a.loaded[name] = true
+				a.files = append(a.files, worker.AdapterFiles{Config: filepath.Join(dir, "adapter-config.yaml"), TaskConfig: filepath.Join(dir, "adapter-task-config.yaml")})
+			}
+		}
+	}
+	return nil
+}
+
+// devRequired is the default choice per kind: the adapters that need no
+// cluster, plus the Kubernetes ones when there is a cluster. A flag
+// replaces it; an adapter that needs a cluster without one then fails to
+// load and says so. A kind of a kinds file runs the adapters the file
+// requires.
+func devRequired(f *devFlags, kinds *resource.Kinds, haveKube bool) map[string][]string {
+	chosen := map[string][]string{}
+	for _, k := range kinds.All() {
+		if _, shipped := devAdapters[k.Kind]; !shipped {
+			chosen[k.Kind] = k.RequiredAdapters
+			continue
+		}
+		chosen[k.Kind] = append([]string{}, devAdapters[k.Kind]...)
+		if haveKube {
+			chosen[k.Kind] = append(chosen[k.Kind], devKubeAdapters[k.Kind]...)
+		}
+	}
+	if f.clusterAdapters != nil {
+		chosen[resource.KindCluster] = f.clusterAdapters
+	}
+	if f.nodePoolAdapters != nil {
+		chosen[resource.KindNodePool] = f.nodePoolAdapters
+	}
+	return chosen
+}
+
+// devOptional is the optional adapters per kind: a kinds file's, and the
+// flags' for clusters and node pools (a flag replaces the file's list, as
+// for required ones).
+func devOptional(f *devFlags, kinds *resource.Kinds) map[string][]string {
+	chosen := map[string][]string{}
+	for _, k := range kinds.All() {
+		chosen[k.Kind] = k.OptionalAdapters
+	}
+	if f.clusterOptional != nil {
+		chosen[resource.KindCluster] = f.clusterOptional
+	}
+	if f.nodePoolOptional != nil {
+		chosen[resource.KindNodePool] = f.nodePoolOptional
+	}
+	return chosen
+}
+
+// logDevKube says whether the Kubernetes adapters can run, and how to
+// turn them on when they cannot and a default choice would have run them.
+func logDevKube(f *devFlags, kube *rest.Config, kubeSource string, log zerolog.Logger) {
+	switch {
+	case kube != nil:
+		log.Info().Str("cluster", kube.Host).Str("from", kubeSource).Msg("Kubernetes adapters can run (landing-zone, validation-job, nodepool-config)")
+	case f.clusterAdapters == nil || f.nodePoolAdapters == nil:
+		log.Warn().Msg("Kubernetes adapters off (landing-zone, validation-job, nodepool-config): no cluster configured. " +
+			"Set KUBECONFIG or pass --kubeconfig to run them, e.g. KUBECONFIG=~/.kube/config make run")
+	}
+}
+
+// startDevTemporal starts the embedded Temporal server persisted under
+// state, and its Web UI unless --ui-port is 0; stop stops both.
+func startDevTemporal(f *devFlags, state string) (srv *embeddedtemporal.Server, uiURL string, stop func(), err error) {
+	// The embedded server picks its internal ports itself; keep it off the
+	// ones this command will bind next.
+	loopback.Avoid(portOf(f.listen), f.uiPort)
+	srv, err = embeddedtemporal.Start(embeddedtemporal.Config{
+		DatabaseFile:     filepath.Join(state, "temporal.db"),
+		Port:             f.temporalPort,
+		SearchAttributes: reconcile.SearchAttributes(),
+		LogFile:          filepath.Join(state, "temporal.log"),
+	})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if f.uiPort == 0 {
+		return srv, "", srv.Stop, nil
+	}
+	ui, err := srv.StartUI(f.uiPort)
+	if err != nil {
+		srv.Stop()
+		return nil, "", nil, err
+	}
+	return srv, ui.URL, func() { ui.Stop(); srv.Stop() }, nil
+}
+
+// dialDevTemporal connects to the embedded server, tracing through tracer
+// when it is set.
+func dialDevTemporal(srv *embeddedtemporal.Server, tracer trace.TracerProvider, log zerolog.Logger) (client.Client, error) {
+	topts := client.Options{Logger: temporalclient.Logger(log.With().Str("component", "temporal").Logger())}
+	if tracer != nil {
+		ti, err := temporalclient.TracingInterceptor(tracer)
+		if err != nil {
+			return nil, err
+		}
+		topts.Interceptors = append(topts.Interceptors, ti)
+	}
+	return srv.Dial(topts)
 }
 
 // devKube finds the cluster for the Kubernetes adapters: --kubeconfig, else

@@ -88,25 +88,7 @@ func runHA(ctx context.Context, f *runHAFlags, log zerolog.Logger) error {
 	if cfg.Kubeconfig == "" {
 		cfg.Kubeconfig = os.Getenv("KUBECONFIG")
 	}
-	registered := map[string][]string{}
-	for kind, names := range devAdapters {
-		registered[kind] = append(registered[kind], names...)
-		for _, n := range names {
-			cfg.AdapterDirs = append(cfg.AdapterDirs, dirs[n])
-		}
-	}
-	if cfg.Kubeconfig != "" {
-		for kind, names := range devKubeAdapters {
-			registered[kind] = append(registered[kind], names...)
-			for _, n := range names {
-				cfg.KubeAdapterDirs = append(cfg.KubeAdapterDirs, dirs[n])
-			}
-		}
-	} else {
-		log.Info().Msg("no Kubernetes cluster (set KUBECONFIG or --kubeconfig): only the validation adapters run")
-	}
-	sort.Strings(cfg.AdapterDirs)
-	cfg.ClusterAdapters, cfg.NodePoolAdapters = registered[resource.KindCluster], registered[resource.KindNodePool]
+	chooseHAAdapters(&cfg, dirs, log)
 
 	t, err := topology.Start(ctx, cfg)
 	if err != nil {
@@ -127,9 +109,41 @@ Ctrl-C stops everything.
 
 `, api[0], strings.Join(api, ", "), t.BalancerURL(), orOff(t.UIURL()), t.TemporalAddress(), cfg.HistoryShards,
 		t.DatabaseURL(), filepath.Join(cfg.StateDir, "processes.json"), filepath.Join(cfg.StateDir, "logs"))
-	// A process that dies is reported, not restarted: processes.json says
-	// how to start it again by hand.
-	for _, p := range t.Processes() {
+	reportExits(ctx, t.Processes(), log)
+	<-ctx.Done()
+	log.Info().Msg("stopping: workers, APIs, Temporal, PostgreSQL")
+	return nil
+}
+
+// chooseHAAdapters runs dev's shipped adapters from dirs, and the
+// Kubernetes ones too when cfg has a cluster.
+func chooseHAAdapters(cfg *topology.Config, dirs map[string]string, log zerolog.Logger) {
+	registered := map[string][]string{}
+	for kind, names := range devAdapters {
+		registered[kind] = append(registered[kind], names...)
+		for _, n := range names {
+			cfg.AdapterDirs = append(cfg.AdapterDirs, dirs[n])
+		}
+	}
+	if cfg.Kubeconfig != "" {
+		for kind, names := range devKubeAdapters {
+			registered[kind] = append(registered[kind], names...)
+			for _, n := range names {
+				cfg.KubeAdapterDirs = append(cfg.KubeAdapterDirs, dirs[n])
+			}
+		}
+	} else {
+		log.Info().Msg("no Kubernetes cluster (set KUBECONFIG or --kubeconfig): only the validation adapters run")
+	}
+	sort.Strings(cfg.AdapterDirs)
+	cfg.ClusterAdapters, cfg.NodePoolAdapters = registered[resource.KindCluster], registered[resource.KindNodePool]
+}
+
+// reportExits logs each process that dies before ctx ends. A process that
+// dies is reported, not restarted: processes.json says how to start it
+// again by hand.
+func reportExits(ctx context.Context, procs []*topology.Process, log zerolog.Logger) {
+	for _, p := range procs {
 		go func(p *topology.Process) {
 			ch := p.Exited()
 			if ch == nil {
@@ -144,9 +158,6 @@ Ctrl-C stops everything.
 			}
 		}(p)
 	}
-	<-ctx.Done()
-	log.Info().Msg("stopping: workers, APIs, Temporal, PostgreSQL")
-	return nil
 }
 
 func orOff(s string) string {

@@ -12,7 +12,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/request"
 	"github.com/hyperfleet/hyperfleet/apiserver/stuck"
 	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 )
@@ -149,65 +149,68 @@ required adapters and never becomes Ready. Optional adapters
 without deciding readiness or removal.`,
 		Args:    cobra.NoArgs,
 		PreRunE: bindEnvPreRun,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(os.Stderr)
-			if err != nil {
-				return err
-			}
-			opts, err := flags.api.options(cmd, log)
-			if err != nil {
-				return err
-			}
-			opts.Logger = log
-			ctx := cmd.Context()
-			tr, err := flags.tracing.setup(ctx, log)
-			if err != nil {
-				return err
-			}
-			defer shutdownTracing(ctx, tr, log)
-			if tr.Enabled() {
-				opts.Server.Tracer = tr.Provider
-			}
-			startPprof(flags.api.pprofListen, log)
-			log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
-				Strs("kinds", opts.Kinds.Names()).Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
-				Strs("cluster_optional_adapters", opts.Optional["Cluster"]).Strs("nodepool_optional_adapters", opts.Optional["NodePool"]).
-				Bool("jwt", opts.Auth.Enabled).Str("temporal", flags.temporal.cfg.Address).Msg("starting HyperFleet API")
-			if flags.temporal.cfg.Address == "" {
-				log.Warn().Msg("no --temporal-address: changes are recorded in the outbox but nothing reconciles them until the API runs with one")
-				app, err := apiserver.Build(ctx, opts)
-				if err != nil {
-					return err
-				}
-				defer app.Close()
-				return app.Server.Run(ctx)
-			}
-			tcfg := flags.temporal.cfg
-			if tr.Enabled() {
-				tcfg.Tracer = tr.Provider
-			}
-			tc, err := temporalclient.Dial(tcfg, log.With().Str("component", "temporal").Logger())
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			s, err := stack.Start(ctx, stack.Config{
-				API: opts, Temporal: tc, Namespace: flags.temporal.cfg.Namespace, NoWorkers: true,
-				Reconcile: flags.reconcile.opts, RelaySweep: flags.reconcile.sweep, RelayResyncRate: flags.reconcile.resyncRate, RelayHandoffRate: flags.reconcile.handoff, Logger: log,
-			})
-			if err != nil {
-				return err
-			}
-			select {
-			case <-ctx.Done():
-			case <-s.Failed():
-			}
-			return s.Stop()
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runServe(cmd, &flags) },
 	}
 	flags.api.add(cmd)
 	flags.temporal.add(cmd.Flags(), "")
 	flags.reconcile.add(cmd.Flags())
 	flags.tracing.add(cmd.Flags(), "hyperfleet-api")
 	return cmd
+}
+
+// runServe runs the API; with a Temporal address, its relay too.
+func runServe(cmd *cobra.Command, f *serveFlags) error {
+	log, err := newLogger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	opts, err := f.api.options(cmd, log)
+	if err != nil {
+		return err
+	}
+	opts.Logger = log
+	ctx := cmd.Context()
+	tr, err := f.tracing.setup(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tr, log)
+	if tr.Enabled() {
+		opts.Server.Tracer = tr.Provider
+	}
+	startPprof(f.api.pprofListen, log)
+	log.Info().Str("version", version.Version).Str("db", opts.Store.Driver).
+		Strs("kinds", opts.Kinds.Names()).Strs("cluster_adapters", opts.Registered["Cluster"]).Strs("nodepool_adapters", opts.Registered["NodePool"]).
+		Strs("cluster_optional_adapters", opts.Optional["Cluster"]).Strs("nodepool_optional_adapters", opts.Optional["NodePool"]).
+		Bool("jwt", opts.Auth.Enabled).Str("temporal", f.temporal.cfg.Address).Msg("starting HyperFleet API")
+	if f.temporal.cfg.Address == "" {
+		log.Warn().Msg("no --temporal-address: changes are recorded in the outbox but nothing reconciles them until the API runs with one")
+		app, err := apiserver.Build(ctx, opts)
+		if err != nil {
+			return err
+		}
+		defer app.Close()
+		return app.Server.Run(ctx)
+	}
+	tcfg := f.temporal.cfg
+	if tr.Enabled() {
+		tcfg.Tracer = tr.Provider
+	}
+	tc, err := temporalclient.Dial(tcfg, log.With().Str("component", "temporal").Logger())
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	s, err := assembly.Start(ctx, assembly.Config{
+		API: opts, Temporal: tc, Namespace: f.temporal.cfg.Namespace, NoWorkers: true,
+		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-s.Failed():
+	}
+	return s.Stop()
 }

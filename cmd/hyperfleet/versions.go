@@ -72,18 +72,7 @@ point. The replaced version's workers must keep running until it is drained
 		Args:    oneBuildID,
 		PreRunE: bindEnvPreRun,
 		RunE: withClient(func(ctx context.Context, c client.Client, log zerolog.Logger) error {
-			v := versioning.Version{Deployment: deployment, BuildID: buildID}
-			prev, err := versioning.SetCurrent(ctx, c, v)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("%s is current (was %q)\n", v, prev.BuildID)
-			if prev.BuildID == "" || prev == v {
-				return nil
-			}
-			sent, err := versioning.Nudge(ctx, c, prev, rate, log)
-			fmt.Printf("told %d workflows pinned to %s to move\n", sent, prev)
-			return err
+			return setCurrentVersion(ctx, c, versioning.Version{Deployment: deployment, BuildID: buildID}, rate, log)
 		}),
 	}
 	drain := &cobra.Command{
@@ -96,25 +85,7 @@ stopped before they had drained, after starting one of them again.`,
 		Args:    oneBuildID,
 		PreRunE: bindEnvPreRun,
 		RunE: withClient(func(ctx context.Context, c client.Client, log zerolog.Logger) error {
-			v := versioning.Version{Deployment: deployment, BuildID: buildID}
-			cur, err := versioning.Current(ctx, c, deployment)
-			if err != nil {
-				return err
-			}
-			if cur == v {
-				return fmt.Errorf("%s is the current version: make another one current first (hyperfleet versions set-current)", v)
-			}
-			dctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			left, err := versioning.Drain(dctx, c, v, rate, log)
-			if err != nil {
-				return err
-			}
-			if left > 0 {
-				return fmt.Errorf("%d workflows are still pinned to %s after %s: is a worker of it running?", left, v, timeout)
-			}
-			fmt.Printf("%s is drained: its workers may stop\n", v)
-			return nil
+			return drainVersion(ctx, c, versioning.Version{Deployment: deployment, BuildID: buildID}, timeout, rate, log)
 		}),
 	}
 	drain.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
@@ -123,6 +94,45 @@ stopped before they had drained, after starting one of them again.`,
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// setCurrentVersion makes v current and tells the live workflows of the
+// version it replaces to move to it, rate notices a second.
+func setCurrentVersion(ctx context.Context, c client.Client, v versioning.Version, rate float64, log zerolog.Logger) error {
+	prev, err := versioning.SetCurrent(ctx, c, v)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s is current (was %q)\n", v, prev.BuildID)
+	if prev.BuildID == "" || prev == v {
+		return nil
+	}
+	sent, err := versioning.Nudge(ctx, c, prev, rate, log)
+	fmt.Printf("told %d workflows pinned to %s to move\n", sent, prev)
+	return err
+}
+
+// drainVersion moves every live workflow of v, not the current version,
+// to the current one, and waits at most timeout until none is left.
+func drainVersion(ctx context.Context, c client.Client, v versioning.Version, timeout time.Duration, rate float64, log zerolog.Logger) error {
+	cur, err := versioning.Current(ctx, c, v.Deployment)
+	if err != nil {
+		return err
+	}
+	if cur == v {
+		return fmt.Errorf("%s is the current version: make another one current first (hyperfleet versions set-current)", v)
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	left, err := versioning.Drain(dctx, c, v, rate, log)
+	if err != nil {
+		return err
+	}
+	if left > 0 {
+		return fmt.Errorf("%d workflows are still pinned to %s after %s: is a worker of it running?", left, v, timeout)
+	}
+	fmt.Printf("%s is drained: its workers may stop\n", v)
+	return nil
 }
 
 // listVersions prints one line a version, newest first.

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
@@ -25,6 +26,7 @@ import (
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/temporalmetrics"
+	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/internal/version"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/worker/versioning"
@@ -151,12 +153,9 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 	// Changes to the objects the adapters apply wake the owning workflows;
 	// the waker gets its Temporal client once connected.
 	waker := wake.New(f.wakeInterval, registry, log.With().Str("component", "wake").Logger())
-	var headers [][2]string
-	if f.systemHeader != "" {
-		if !validHeaderName(f.systemHeader) {
-			return fmt.Errorf("--api-system-header %q is not a header name: use letters, digits and '-', e.g. X-HyperFleet-System", f.systemHeader)
-		}
-		headers = [][2]string{{f.systemHeader, "true"}}
+	headers, err := f.apiHeaders()
+	if err != nil {
+		return err
 	}
 	deps := worker.AdapterDeps{
 		APIBaseURL: f.apiBaseURL, APITokenFile: f.apiTokenFile, APIHeaders: headers, Metrics: adaptermetrics.New(registry), Logger: log,
@@ -168,16 +167,9 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 	if err != nil {
 		return err
 	}
-	var api *apiclient.Client
-	if f.reconciler {
-		base := f.apiBaseURL
-		if base == "" {
-			base = "http://localhost:8000"
-		}
-		if api, err = apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: base, TokenPath: f.apiTokenFile, Headers: headers,
-			RetryAttempts: 1, Timeout: 10 * time.Second}); err != nil {
-			return fmt.Errorf("--api-base-url: %w", err)
-		}
+	api, err := f.reconcilerAPI(headers)
+	if err != nil {
+		return err
 	}
 
 	tr, err := f.tracing.setup(ctx, log)
@@ -185,26 +177,14 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 		return err
 	}
 	defer shutdownTracing(ctx, tr, log)
-	tcfg := f.temporal.cfg
-	tcfg.Metrics = temporalmetrics.New(registry)
-	if tr.Enabled() {
-		tcfg.Tracer = tr.Provider
-	}
-	tc, err := temporalclient.Dial(tcfg, log.With().Str("component", "temporal").Logger())
+	tc, err := f.dialTemporal(tr, registry, log)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
 	waker.Attach(tc)
-	for {
-		err := temporalclient.WaitReachable(ctx, tc, 10*time.Second)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		log.Warn().Err(err).Str("address", f.temporal.cfg.Address).Msg("waiting for Temporal")
+	if !waitForTemporal(ctx, tc, f.temporal.cfg.Address, log) {
+		return nil
 	}
 	if f.reconciler {
 		if err := worker.EnsureSearchAttributes(ctx, tc, f.temporal.cfg.Namespace); err != nil {
@@ -225,6 +205,71 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 		ev = ev.Str("deployment_version", ver.String())
 	}
 	ev.Msg("worker started")
+	f.serveUntilDone(ctx, tc, ver, registry, log)
+	log.Info().Msg("worker stopping: finishing running activities")
+	return nil
+}
+
+// apiHeaders are the headers every API call of the reconciler and the
+// adapters carries: --api-system-header's, when given.
+func (f *workerFlags) apiHeaders() ([][2]string, error) {
+	if f.systemHeader == "" {
+		return nil, nil
+	}
+	if !validHeaderName(f.systemHeader) {
+		return nil, fmt.Errorf("--api-system-header %q is not a header name: use letters, digits and '-', e.g. X-HyperFleet-System", f.systemHeader)
+	}
+	return [][2]string{{f.systemHeader, "true"}}, nil
+}
+
+// reconcilerAPI is the reconciler's client of the API; nil without
+// --reconciler.
+func (f *workerFlags) reconcilerAPI(headers [][2]string) (*apiclient.Client, error) {
+	if !f.reconciler {
+		return nil, nil
+	}
+	base := f.apiBaseURL
+	if base == "" {
+		base = "http://localhost:8000"
+	}
+	api, err := apiclient.New(apiclient.Config{AdapterName: "reconciler", BaseURL: base, TokenPath: f.apiTokenFile, Headers: headers,
+		RetryAttempts: 1, Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("--api-base-url: %w", err)
+	}
+	return api, nil
+}
+
+// dialTemporal connects to Temporal, with the client's metrics in registry
+// and tracing through tr when it is enabled.
+func (f *workerFlags) dialTemporal(tr *tracing.Tracing, registry *prometheus.Registry, log zerolog.Logger) (client.Client, error) {
+	tcfg := f.temporal.cfg
+	tcfg.Metrics = temporalmetrics.New(registry)
+	if tr.Enabled() {
+		tcfg.Tracer = tr.Provider
+	}
+	return temporalclient.Dial(tcfg, log.With().Str("component", "temporal").Logger())
+}
+
+// waitForTemporal waits until Temporal answers, saying so every 10s; false
+// when ctx ends first.
+func waitForTemporal(ctx context.Context, tc client.Client, address string, log zerolog.Logger) bool {
+	for {
+		err := temporalclient.WaitReachable(ctx, tc, 10*time.Second)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		log.Warn().Err(err).Str("address", address).Msg("waiting for Temporal")
+	}
+}
+
+// serveUntilDone serves the metrics and readiness, makes a new version
+// current, and on stop, while still polling, moves this version's
+// workflows to the current one.
+func (f *workerFlags) serveUntilDone(ctx context.Context, tc client.Client, ver versioning.Version, registry *prometheus.Registry, log zerolog.Logger) {
 	// Ready once polling and, for a new version, made current: a rolling
 	// update stops the old release's workers only then.
 	var ready atomic.Bool
@@ -246,8 +291,6 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 		// workflows to the current one.
 		versioning.Stop(context.WithoutCancel(ctx), tc, ver, f.rollout.drainTimeout, f.rollout.noticeRate, rollLog)
 	}
-	log.Info().Msg("worker stopping: finishing running activities")
-	return nil
 }
 
 // validHeaderName reports an RFC 9110 token, what a header name may be.

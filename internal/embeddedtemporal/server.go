@@ -94,9 +94,33 @@ func Start(cfg Config) (*Server, error) {
 	} else if err := portFree(cfg.Port); err != nil {
 		return nil, fmt.Errorf("temporal frontend port %d: %w (pick another with --temporal-port)", cfg.Port, err)
 	}
+	sqlCfg, err := openDatabase(cfg, ports[0])
+	if err != nil {
+		return nil, err
+	}
+	hostPort := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	srv, err := newServer(serverConfig(cfg, sqlCfg, ports, hostPort), cfg.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	s := &Server{cfg: cfg, srv: srv, hostPort: hostPort}
+	if err := s.waitReady(30 * time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openDatabase readies the server's SQLite database, with its schema and
+// the namespace: cfg.DatabaseFile, or an in-memory one named after this
+// process and firstPort.
+func openDatabase(cfg Config, firstPort int) (*config.SQL, error) {
 	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
 	if cfg.DatabaseFile == "" {
-		sqlCfg.DatabaseName = fmt.Sprintf("hyperfleet-%d-%d", os.Getpid(), ports[0])
+		sqlCfg.DatabaseName = fmt.Sprintf("hyperfleet-%d-%d", os.Getpid(), firstPort)
 		sqlCfg.ConnectAttributes["mode"] = "memory"
 		sqlCfg.ConnectAttributes["cache"] = "shared"
 	} else {
@@ -132,8 +156,12 @@ func Start(cfg Config) (*Server, error) {
 	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
 		return nil, fmt.Errorf("temporal namespace %s: %w", cfg.Namespace, err)
 	}
+	return sqlCfg, nil
+}
 
-	hostPort := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+// serverConfig is the configuration of a one-shard server on loopback,
+// its frontend at hostPort.
+func serverConfig(cfg Config, sqlCfg *config.SQL, ports []int, hostPort string) *config.Config {
 	// ports: [0] frontend (unless set), [1..3] other services' gRPC,
 	// [4..7] membership of each service; then metrics and pprof.
 	services := map[string]config.Service{}
@@ -144,7 +172,7 @@ func Start(cfg Config) (*Server, error) {
 		}
 		services[name] = config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: ports[4+i], BindOnIP: "127.0.0.1"}}
 	}
-	serverCfg := &config.Config{
+	return &config.Config{
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: "127.0.0.1"},
 			// No metrics and no pprof listener: their ports were random and
@@ -176,9 +204,14 @@ func Start(cfg Config) (*Server, error) {
 		}},
 		PublicClient: config.PublicClient{HostPort: hostPort},
 	}
+}
+
+// newServer creates the server of serverCfg, logging to logFile (empty:
+// nowhere).
+func newServer(serverCfg *config.Config, logFile string) (temporal.Server, error) {
 	var logger tlog.Logger = tlog.NewNoopLogger()
-	if cfg.LogFile != "" {
-		logger = tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: "warn", OutputFile: cfg.LogFile, Format: "json"}))
+	if logFile != "" {
+		logger = tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: "warn", OutputFile: logFile, Format: "json"}))
 	}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&serverCfg.Global.Authorization)
 	if err != nil {
@@ -199,15 +232,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create temporal server: %w", err)
 	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("start temporal server: %w", err)
-	}
-	s := &Server{cfg: cfg, srv: srv, hostPort: hostPort}
-	if err := s.waitReady(30 * time.Second); err != nil {
-		s.Stop()
-		return nil, err
-	}
-	return s, nil
+	return srv, nil
 }
 
 var serviceNames = []string{"frontend", "history", "matching", "worker"}

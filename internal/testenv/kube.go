@@ -120,19 +120,7 @@ func tool(bin, name string) (string, error) {
 }
 
 func startKube() (*Kube, error) {
-	bin, err := BinDir()
-	if err != nil {
-		return nil, err
-	}
-	etcd, err := tool(bin, "etcd")
-	if err != nil {
-		return nil, err
-	}
-	apiserver, err := tool(bin, "kube-apiserver")
-	if err != nil {
-		return nil, err
-	}
-	kcm, err := tool(bin, "kube-controller-manager")
+	etcd, apiserver, kcm, err := kubeTools()
 	if err != nil {
 		return nil, err
 	}
@@ -147,58 +135,129 @@ func startKube() (*Kube, error) {
 		kubeServer = nil
 		return nil, err
 	}
+	etcdURL, err := k.startEtcd(etcd)
+	if err != nil {
+		return fail(err)
+	}
+	creds, err := writeKubeCredentials(dir)
+	if err != nil {
+		return fail(err)
+	}
+	server, err := k.startAPIServer(apiserver, etcdURL, creds)
+	if err != nil {
+		return fail(err)
+	}
+	if err := k.writeKubeconfig(server, creds.token); err != nil {
+		return fail(err)
+	}
+	// Before the controller manager starts: its garbage collector reads
+	// discovery at start and then only every 30 s, and an object whose
+	// owner's kind it does not know yet is retried with a doubling backoff.
+	// Installed later, a Maestro agent's objects (owned by their
+	// AppliedManifestWork) outlived their work by 20-80 s.
+	if err := InstallAppliedManifestWorkCRD(k); err != nil {
+		return fail(err)
+	}
+	if err := k.startControllerManager(kcm, creds.saKey); err != nil {
+		return fail(err)
+	}
+	return k, nil
+}
 
+// kubeTools finds the control plane's binaries in BinDir.
+func kubeTools() (etcd, apiserver, kcm string, err error) {
+	bin, err := BinDir()
+	if err != nil {
+		return "", "", "", err
+	}
+	if etcd, err = tool(bin, "etcd"); err != nil {
+		return "", "", "", err
+	}
+	if apiserver, err = tool(bin, "kube-apiserver"); err != nil {
+		return "", "", "", err
+	}
+	if kcm, err = tool(bin, "kube-controller-manager"); err != nil {
+		return "", "", "", err
+	}
+	return etcd, apiserver, kcm, nil
+}
+
+// startEtcd starts a one-member etcd without fsync and returns its client
+// URL.
+func (k *Kube) startEtcd(path string) (string, error) {
 	clientPort, _ := loopback.Port()
 	peerPort, _ := loopback.Port()
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
-	if err := k.start("etcd", etcd, "--data-dir", filepath.Join(dir, "etcd"), "--name", "test",
+	if err := k.start("etcd", path, "--data-dir", filepath.Join(k.dir, "etcd"), "--name", "test",
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
 		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
 		"--initial-cluster", fmt.Sprintf("test=http://127.0.0.1:%d", peerPort),
 		"--unsafe-no-fsync", "--log-level", "error"); err != nil {
-		return fail(err)
+		return "", err
 	}
+	return etcdURL, nil
+}
 
+// kubeCredentials are the files of the service-account key pair, and the
+// admin's bearer token with the token file that grants it.
+type kubeCredentials struct {
+	saKey, saPub, tokens string
+	token                string
+}
+
+// writeKubeCredentials makes a service-account key pair and an admin token
+// under dir.
+func writeKubeCredentials(dir string) (kubeCredentials, error) {
+	c := kubeCredentials{saKey: filepath.Join(dir, "sa.key"), saPub: filepath.Join(dir, "sa.pub"), tokens: filepath.Join(dir, "tokens.csv")}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return fail(err)
+		return c, err
 	}
-	saKey := filepath.Join(dir, "sa.key")
-	saPub := filepath.Join(dir, "sa.pub")
 	pub, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err := os.WriteFile(saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
-		return fail(err)
+	if err := os.WriteFile(c.saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return c, err
 	}
-	if err := os.WriteFile(saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
-		return fail(err)
+	if err := os.WriteFile(c.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
+		return c, err
 	}
 	tokenBytes := make([]byte, 16)
 	_, _ = rand.Read(tokenBytes)
-	token := hex.EncodeToString(tokenBytes)
-	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
-		return fail(err)
+	c.token = hex.EncodeToString(tokenBytes)
+	if err := os.WriteFile(c.tokens, []byte(c.token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return c, err
 	}
+	return c, nil
+}
+
+// startAPIServer starts kube-apiserver on etcdURL, waits until it is ready
+// and returns its URL.
+func (k *Kube) startAPIServer(path, etcdURL string, creds kubeCredentials) (string, error) {
 	port, _ := loopback.Port()
-	if err := k.start("kube-apiserver", apiserver,
+	if err := k.start("kube-apiserver", path,
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--cert-dir", filepath.Join(dir, "certs"),
+		"--cert-dir", filepath.Join(k.dir, "certs"),
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
-		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
+		"--service-account-key-file", creds.saPub, "--service-account-signing-key-file", creds.saKey,
+		"--token-auth-file", creds.tokens, "--authorization-mode", "RBAC",
 		"--endpoint-reconciler-type", "none", "--enable-priority-and-fairness=false",
 		"--disable-admission-plugins", "ServiceAccount",
 		"--v", "0"); err != nil {
-		return fail(err)
+		return "", err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", port)
-	if err := waitHealthy(server+"/readyz", token, 60*time.Second); err != nil {
-		return fail(fmt.Errorf("kube-apiserver: %w (log: %s)", err, filepath.Join(dir, "kube-apiserver.log")))
+	if err := waitHealthy(server+"/readyz", creds.token, 60*time.Second); err != nil {
+		return "", fmt.Errorf("kube-apiserver: %w (log: %s)", err, filepath.Join(k.dir, "kube-apiserver.log"))
 	}
-	k.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	return server, nil
+}
+
+// writeKubeconfig writes the admin's kubeconfig of server and sets
+// k.Kubeconfig and k.Config from it.
+func (k *Kube) writeKubeconfig(server, token string) error {
+	k.Kubeconfig = filepath.Join(k.dir, "kubeconfig")
 	kubeconfig := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -216,25 +275,22 @@ contexts:
 current-context: test
 `, server, token)
 	if err := os.WriteFile(k.Kubeconfig, []byte(kubeconfig), 0o600); err != nil {
-		return fail(err)
+		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	k.Config = cfg
-	// Before the controller manager starts: its garbage collector reads
-	// discovery at start and then only every 30 s, and an object whose
-	// owner's kind it does not know yet is retried with a doubling backoff.
-	// Installed later, a Maestro agent's objects (owned by their
-	// AppliedManifestWork) outlived their work by 20-80 s.
-	if err := InstallAppliedManifestWorkCRD(k); err != nil {
-		return fail(err)
-	}
+	return nil
+}
 
+// startControllerManager starts the controllers the tests rely on:
+// namespaces, garbage collection, service accounts, jobs and deployments.
+func (k *Kube) startControllerManager(path, saKey string) error {
 	kcmPort, _ := loopback.Port()
-	if err := k.start("kube-controller-manager", kcm,
+	return k.start("kube-controller-manager", path,
 		"--kubeconfig", k.Kubeconfig, "--leader-elect=false",
 		"--controllers", "namespace-controller,garbage-collector-controller,serviceaccount-controller,"+
 			"job-controller,deployment-controller,replicaset-controller",
@@ -242,10 +298,7 @@ current-context: test
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(kcmPort),
 		"--concurrent-namespace-syncs", "5", "--concurrent-job-syncs", "20",
 		"--concurrent-deployment-syncs", "20", "--concurrent-replicaset-syncs", "20",
-		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--v", "0"); err != nil {
-		return fail(err)
-	}
-	return k, nil
+		"--kube-api-qps", "500", "--kube-api-burst", "1000", "--v", "0")
 }
 
 // start launches a process logging to <dir>/<name>.log; it dies with us.

@@ -22,8 +22,8 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
-	"github.com/hyperfleet/hyperfleet/internal/stack"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -49,7 +49,7 @@ type system struct {
 	temporal     *embeddedtemporal.Server
 	temporalCmd  *exec.Cmd
 	tc           client.Client
-	stack        *stack.Stack
+	stack        *assembly.System
 	temporalDir  string
 	kube         *testenv.Kube
 	cs           kubernetes.Interface
@@ -115,7 +115,7 @@ func newSystem(t *testing.T, opts options) *system {
 	for _, d := range dirs {
 		files = append(files, worker.AdapterFiles{Config: filepath.Join(d, "adapter-config.yaml"), TaskConfig: filepath.Join(d, "adapter-task-config.yaml")})
 	}
-	st, err := stack.Start(context.Background(), stack.Config{
+	st, err := assembly.Start(context.Background(), assembly.Config{
 		API: apiserver.Options{
 			Server:     apiserver.Config{Listen: "127.0.0.1:0"},
 			Store:      store.Config{Driver: store.BackendPostgres, URL: s.dbURL},

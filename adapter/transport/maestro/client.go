@@ -260,25 +260,30 @@ func (l ocmLogger) Warn(_ context.Context, f string, a ...any)  { l.log.Warn().M
 func (l ocmLogger) Error(_ context.Context, f string, a ...any) { l.log.Error().Msgf(f, a...) }
 func (l ocmLogger) Fatal(_ context.Context, f string, a ...any) { l.log.Error().Msgf(f, a...) }
 
-var (
-	sharedMu sync.Mutex
-	shared   = map[string]*Client{}
-)
+// Clients hands out one Client per distinct settings, made on first use,
+// so that adapters of one worker with the same clients.maestro settings
+// share one gRPC stream. Its clients live as long as the process. Make it
+// with NewClients.
+type Clients struct {
+	mu    sync.Mutex
+	byKey map[string]*Client
+}
 
-// Shared returns the process's client for these settings, made on first
-// use: adapters of one worker with the same clients.maestro settings share
-// one gRPC stream. Shared clients live as long as the process.
-func Shared(cfg Config, log zerolog.Logger) (*Client, error) {
+// NewClients returns an empty set of shared clients.
+func NewClients() *Clients { return &Clients{byKey: map[string]*Client{}} }
+
+// Get returns the client for these settings, making it on first use.
+func (cs *Clients) Get(cfg Config, log zerolog.Logger) (*Client, error) {
 	key := cfg.WithDefaults().key()
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if c, ok := shared[key]; ok {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c, ok := cs.byKey[key]; ok {
 		return c, nil
 	}
 	c, err := New(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	shared[key] = c
+	cs.byKey[key] = c
 	return c, nil
 }

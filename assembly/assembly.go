@@ -1,8 +1,9 @@
-// Package stack assembles the whole system in one process: the API with its
-// outbox relay, the reconcile worker and adapter workers, all talking to one
-// Temporal. `hyperfleet dev` runs it on the embedded Temporal server; the
+// Package assembly assembles the whole system in one process: the API with
+// its outbox relay, the reconcile worker and adapter workers, all talking to
+// one Temporal. `hyperfleet dev` runs it on the embedded Temporal server;
+// `hyperfleet serve` runs the API and relay alone (NoWorkers); the
 // end-to-end tests run it against real PostgreSQL and kube-apiserver.
-package stack
+package assembly
 
 import (
 	"context"
@@ -26,7 +27,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
-// Config of a stack.
+// Config of a system.
 type Config struct {
 	// API configures the API; API.Server.Listen is where it listens
 	// ("127.0.0.1:0" picks a free port).
@@ -44,7 +45,7 @@ type Config struct {
 	// RelayHandoffRate bounds the relay's hand-offs a second (0: none).
 	RelayHandoffRate float64
 	// Adapters to host in-process, with what they share; the API base URL
-	// and the logger are the stack's own.
+	// and the logger are the system's own.
 	Adapters    []worker.AdapterFiles
 	AdapterDeps worker.AdapterDeps
 	// NoWorkers leaves the reconciler and adapters to other processes.
@@ -52,8 +53,8 @@ type Config struct {
 	Logger    zerolog.Logger
 }
 
-// Stack is a running system.
-type Stack struct {
+// System is a running system.
+type System struct {
 	App     *apiserver.App
 	Relay   *relay.Relay
 	Workers *worker.Host
@@ -70,45 +71,24 @@ type Stack struct {
 
 // Start brings the system up: API listening, relay handing over, workers
 // polling. Stop takes it down.
-func Start(ctx context.Context, cfg Config) (*Stack, error) {
+func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Temporal == nil {
-		return nil, errors.New("stack: no Temporal client")
+		return nil, errors.New("assembly: no Temporal client")
 	}
 	ln, err := net.Listen("tcp", cfg.API.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.API.Server.Listen, err)
 	}
 	url := "http://" + loopback(ln.Addr())
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Adapters load before the API touches the database, so a broken one
 	// stops start-up before anything is written. Their metrics join the
 	// API's registry once it exists.
-	var engines []*executor.Engine
-	deps := cfg.AdapterDeps
-	registerMetrics := false
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var waker *wake.Waker
-	headers, err := systemHeaders(cfg)
+	loaded, err := loadWorkers(runCtx, cfg, url)
 	if err != nil {
 		cancel()
 		ln.Close()
 		return nil, err
-	}
-	if !cfg.NoWorkers {
-		deps.APIBaseURL, deps.Logger = url, cfg.Logger
-		deps.APIHeaders = append(deps.APIHeaders, headers...)
-		if deps.Metrics == nil {
-			deps.Metrics, registerMetrics = adaptermetrics.New(nil), true
-		}
-		// Objects the adapters apply are watched: their readiness and drift
-		// wake the owning workflow instead of waiting for its timers.
-		waker = wake.New(0, nil, cfg.Logger.With().Str("component", "wake").Logger())
-		waker.Attach(cfg.Temporal)
-		deps.Changes, deps.WatchContext = waker.Notify, runCtx
-		if engines, err = worker.LoadAdapters(cfg.Adapters, deps); err != nil {
-			cancel()
-			ln.Close()
-			return nil, err
-		}
 	}
 	app, err := apiserver.Build(ctx, cfg.API)
 	if err != nil {
@@ -117,23 +97,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	if cfg.API.Server.Tenancy != nil {
-		// Workflows of tenants' resources start with HyperFleetTenant,
-		// which the reconciler registers when it starts; the relay may
-		// start one before it does. Not fatal: the API's credentials may
-		// not allow it, and the relay retries until it is registered.
-		sctx, stop := context.WithTimeout(ctx, 10*time.Second)
-		if err := worker.EnsureSearchAttributes(sctx, cfg.Temporal, cfg.Namespace); err != nil {
-			cfg.Logger.Warn().Err(err).Msg("search attributes not registered: hand-offs of tenants' resources wait until the reconciler (or an operator) registers HyperFleetTenant")
-		}
-		stop()
+		ensureTenantAttribute(ctx, cfg)
 	}
-	if registerMetrics {
-		deps.Metrics.Register(app.Metrics.Registry)
+	if loaded.metrics != nil {
+		loaded.metrics.Register(app.Metrics.Registry)
 	}
-	if waker != nil {
-		waker.Register(app.Metrics.Registry)
+	if loaded.waker != nil {
+		loaded.waker.Register(app.Metrics.Registry)
 	}
-	s := &Stack{App: app, cfg: cfg, URL: url, failed: make(chan struct{})}
+	s := &System{App: app, cfg: cfg, URL: url, failed: make(chan struct{})}
 	s.cancel = cancel
 
 	s.Relay = relay.New(relay.Config{
@@ -147,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.goRun(func() error { return app.Server.Serve(runCtx, ln) })
 
 	if !cfg.NoWorkers {
-		if err := s.startWorkers(engines); err != nil {
+		if err := s.startWorkers(loaded.engines); err != nil {
 			if stopErr := s.Stop(); stopErr != nil {
 				return nil, fmt.Errorf("%w (and stopping what had started: %v)", err, stopErr)
 			}
@@ -157,8 +129,57 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	return s, nil
 }
 
+// loadedWorkers is what the in-process workers need before they start.
+type loadedWorkers struct {
+	engines []*executor.Engine
+	// metrics are the adapters' metrics when the system made them: they
+	// join the API's registry.
+	metrics *adaptermetrics.Metrics
+	waker   *wake.Waker
+}
+
+// loadWorkers loads the in-process adapters, calling the API at url as
+// system callers; nothing with cfg.NoWorkers. Their watches last as long as
+// runCtx.
+func loadWorkers(runCtx context.Context, cfg Config, url string) (loadedWorkers, error) {
+	var w loadedWorkers
+	headers, err := systemHeaders(cfg)
+	if err != nil || cfg.NoWorkers {
+		return w, err
+	}
+	deps := cfg.AdapterDeps
+	deps.APIBaseURL, deps.Logger = url, cfg.Logger
+	deps.APIHeaders = append(deps.APIHeaders, headers...)
+	if deps.Metrics == nil {
+		deps.Metrics = adaptermetrics.New(nil)
+		w.metrics = deps.Metrics
+	}
+	// Objects the adapters apply are watched: their readiness and drift
+	// wake the owning workflow instead of waiting for its timers.
+	w.waker = wake.New(0, nil, cfg.Logger.With().Str("component", "wake").Logger())
+	w.waker.Attach(cfg.Temporal)
+	deps.Changes, deps.WatchContext = w.waker.Notify, runCtx
+	if w.engines, err = worker.LoadAdapters(cfg.Adapters, deps); err != nil {
+		return loadedWorkers{}, err
+	}
+	return w, nil
+}
+
+// ensureTenantAttribute registers the search attribute workflows of
+// tenants' resources start with (HyperFleetTenant), which the reconciler
+// registers when it starts; the relay may start one before it does. Not
+// fatal: the API's credentials may not allow it, and the relay retries
+// until it is registered.
+func ensureTenantAttribute(ctx context.Context, cfg Config) {
+	sctx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	if err := worker.EnsureSearchAttributes(sctx, cfg.Temporal, cfg.Namespace); err != nil {
+		cfg.Logger.Warn().Err(err).Msg("search attributes not registered: hand-offs of tenants' resources wait until the reconciler (or an operator) registers HyperFleetTenant")
+	}
+}
+
 // startWorkers starts the in-process reconciler and adapter workers.
-func (s *Stack) startWorkers(engines []*executor.Engine) error {
+func (s *System) startWorkers(engines []*executor.Engine) error {
 	s.warnUnhosted(engines)
 	headers, err := systemHeaders(s.cfg)
 	if err != nil {
@@ -180,7 +201,7 @@ func (s *Stack) startWorkers(engines []*executor.Engine) error {
 }
 
 // stopWorkers stops the in-process workers.
-func (s *Stack) stopWorkers() {
+func (s *System) stopWorkers() {
 	if s.Workers != nil {
 		s.Workers.Stop()
 		s.Workers = nil
@@ -188,7 +209,7 @@ func (s *Stack) stopWorkers() {
 }
 
 // Stop takes everything down and closes the store.
-func (s *Stack) Stop() error {
+func (s *System) Stop() error {
 	s.stopWorkers()
 	s.cancel()
 	s.wg.Wait()
@@ -200,16 +221,16 @@ func (s *Stack) Stop() error {
 
 // Failed is closed when a background part (the HTTP server, the relay)
 // stops with an error; Err says which.
-func (s *Stack) Failed() <-chan struct{} { return s.failed }
+func (s *System) Failed() <-chan struct{} { return s.failed }
 
 // Err is the first failure of a background part, if any.
-func (s *Stack) Err() error {
+func (s *System) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.serveErr
 }
 
-func (s *Stack) goRun(fn func() error) {
+func (s *System) goRun(fn func() error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -220,7 +241,7 @@ func (s *Stack) goRun(fn func() error) {
 				close(s.failed)
 			}
 			s.mu.Unlock()
-			s.cfg.Logger.Error().Err(err).Msg("stack component stopped")
+			s.cfg.Logger.Error().Err(err).Msg("system component stopped")
 		}
 	}()
 }
@@ -235,7 +256,7 @@ func systemHeaders(cfg Config) ([][2]string, error) {
 	case t == nil || cfg.NoWorkers:
 		return nil, nil
 	case t.SystemHeader == "":
-		return nil, errors.New("stack: the tenancy file names system callers by token only (system_identities), which in-process workers cannot present; set system_header, or run the workers as separate processes with --api-token-file")
+		return nil, errors.New("assembly: the tenancy file names system callers by token only (system_identities), which in-process workers cannot present; set system_header, or run the workers as separate processes with --api-token-file")
 	}
 	return [][2]string{{t.SystemHeader, "true"}}, nil
 }
@@ -257,7 +278,7 @@ func loopback(a net.Addr) string {
 // required adapter's hold its resources back; an optional one's only show
 // as errors). The usual cause is a directory named differently from the
 // adapter.name in its config.
-func (s *Stack) warnUnhosted(engines []*executor.Engine) {
+func (s *System) warnUnhosted(engines []*executor.Engine) {
 	hosted := map[string]bool{}
 	for _, e := range engines {
 		hosted[e.Name()] = true
