@@ -21,11 +21,7 @@ import (
 func (s *Service) Delete(ctx context.Context, ref Ref, actor string) (*resource.Resource, error) {
 	var out *resource.Resource
 	err := s.inTx(ctx, func(tx store.Tx) error {
-		parent, err := s.lockParent(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		r, err := s.lock(ctx, tx, ref)
+		parent, r, err := s.lockWithParent(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -166,11 +162,7 @@ func (s *Service) ForceDelete(ctx context.Context, ref Ref, req *ForceDeleteRequ
 		return problem.Validation(errs...)
 	}
 	err := s.inTx(ctx, func(tx store.Tx) error {
-		parent, err := s.lockParent(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		r, err := s.lock(ctx, tx, ref)
+		parent, r, err := s.lockWithParent(ctx, tx, ref)
 		if err != nil {
 			return err
 		}

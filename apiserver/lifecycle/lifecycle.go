@@ -191,6 +191,18 @@ func (s *Service) lockParent(ctx context.Context, tx store.Tx, ref Ref) (*resour
 	return p, err
 }
 
+// lockWithParent locks the addressed resource after its parent (nil when
+// it has none), the order lockParent keeps.
+func (s *Service) lockWithParent(ctx context.Context, tx store.Tx, ref Ref) (parent, r *resource.Resource, err error) {
+	if parent, err = s.lockParent(ctx, tx, ref); err != nil {
+		return nil, nil, err
+	}
+	if r, err = s.lock(ctx, tx, ref); err != nil {
+		return nil, nil, err
+	}
+	return parent, r, nil
+}
+
 // pluralNoun names a child kind in messages: "node pools" for NodePool
 // under Cluster, as the contract's messages always have, else the plural.
 func pluralNoun(k resource.Kind) string {

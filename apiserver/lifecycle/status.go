@@ -35,11 +35,7 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 	var res ReportResult
 	var generation int64
 	err := s.inTx(ctx, func(tx store.Tx) error {
-		parent, err := s.lockParent(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-		r, err := s.lock(ctx, tx, ref)
+		parent, r, err := s.lockWithParent(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
