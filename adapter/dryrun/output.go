@@ -43,8 +43,17 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // and response bodies and the built payloads.
 func (r *Report) WriteText(w io.Writer, verbose bool) {
 	p := &printer{w: w}
+	r.writeHeader(p)
+	r.writeParams(p, verbose)
+	r.writePreconditions(p, verbose)
+	r.writeResources(p, verbose)
+	r.writeDiscovered(p, verbose)
+	r.writePost(p, verbose)
+	r.writeOutcome(p)
+}
+
+func (r *Report) writeHeader(p *printer) {
 	st := r.State
-	tr := st.Trace
 	p.line("Dry-Run Execution Trace")
 	p.line("========================")
 	ev := fmt.Sprintf("Event: id=%v kind=%v generation=%v", st.Event["id"], st.Event["kind"], st.Event["generation"])
@@ -54,7 +63,10 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	p.line("Adapter: %s", r.Adapter)
 	p.line("%s", ev)
 	p.line("")
+}
 
+func (r *Report) writeParams(p *printer, verbose bool) {
+	tr := r.State.Trace
 	p.phase("Phase 1: Parameter Extraction", tr.Params.Outcome, "")
 	for _, s := range tr.Params.Steps {
 		switch {
@@ -70,7 +82,10 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	}
 	p.reason(tr.Params.Reason, tr.Params.Outcome)
 	p.line("")
+}
 
+func (r *Report) writePreconditions(p *printer, verbose bool) {
+	tr := r.State.Trace
 	outcome, suffix := tr.Preconditions.Outcome, ""
 	switch outcome {
 	case phase.Success:
@@ -104,7 +119,10 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	}
 	p.reason(tr.Preconditions.Reason, tr.Preconditions.Outcome)
 	p.line("")
+}
 
+func (r *Report) writeResources(p *printer, verbose bool) {
+	tr := r.State.Trace
 	p.phase("Phase 3: Resources", tr.Resources.Outcome, "")
 	for i, s := range tr.Resources.Steps {
 		p.step(i, len(tr.Resources.Steps), s.Name, string(s.Operation))
@@ -125,7 +143,10 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 	}
 	p.reason(tr.Resources.Reason, tr.Resources.Outcome)
 	p.line("")
+}
 
+func (r *Report) writeDiscovered(p *printer, verbose bool) {
+	st := r.State
 	p.phase("Phase 3.5: Discovery Results", "", "")
 	p.line("  (available as resources.* in payload expressions)")
 	names := make([]string, 0, len(st.Resources))
@@ -144,7 +165,11 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 		p.line("  (none)")
 	}
 	p.line("")
+}
 
+func (r *Report) writePost(p *printer, verbose bool) {
+	st := r.State
+	tr := st.Trace
 	p.phase("Phase 4: Post Actions", tr.Post.Outcome, "")
 	for _, pl := range tr.Post.Payloads {
 		switch {
@@ -169,6 +194,11 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 		}
 	}
 	p.line("")
+}
+
+// writeOutcome writes the adapter context the run ended with and the result.
+func (r *Report) writeOutcome(p *printer) {
+	st := r.State
 	p.line("Adapter context: executionStatus=%s resourcesSkipped=%v", st.Meta.ExecutionStatus, st.Meta.ResourcesSkipped)
 	if e := st.Meta.ExecutionError; e != nil {
 		p.line("  executionError: phase=%s step=%s message=%s", e.Phase, e.Step, e.Message)

@@ -222,36 +222,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-				return
-			}
-			c.add(path, n.Line, fmt.Sprintf("must be a mapping (fields: %s)", strings.Join(yamlFields(t), ", ")), "")
-			return
-		}
-		fields := map[string]reflect.StructField{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("yaml"), ",")[0]
-			if name != "" && name != "-" {
-				fields[name] = f
-			}
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key, val := n.Content[i], n.Content[i+1]
-			f, ok := fields[key.Value]
-			child := joinPath(path, key.Value)
-			if !ok {
-				fix := "remove it"
-				if s := closest(key.Value, yamlFields(t)); s != "" {
-					fix = fmt.Sprintf("did you mean %q?", s)
-				}
-				c.add(child, key.Line, fmt.Sprintf("unknown field %q; fields here are %s", key.Value, strings.Join(yamlFields(t), ", ")), fix)
-				continue
-			}
-			c.doc.lines[child] = key.Line
-			c.check(val, f.Type, child)
-		}
+		c.checkStruct(n, t, path)
 	case reflect.Slice:
 		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 			return
@@ -272,6 +243,40 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 				c.check(n.Content[i+1], t.Elem(), joinPath(path, n.Content[i].Value))
 			}
 		}
+	}
+}
+
+// checkStruct checks a mapping against the yaml fields of struct type t.
+func (c *checker) checkStruct(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return
+		}
+		c.add(path, n.Line, fmt.Sprintf("must be a mapping (fields: %s)", strings.Join(yamlFields(t), ", ")), "")
+		return
+	}
+	fields := map[string]reflect.StructField{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name != "" && name != "-" {
+			fields[name] = f
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		f, ok := fields[key.Value]
+		child := joinPath(path, key.Value)
+		if !ok {
+			fix := "remove it"
+			if s := closest(key.Value, yamlFields(t)); s != "" {
+				fix = fmt.Sprintf("did you mean %q?", s)
+			}
+			c.add(child, key.Line, fmt.Sprintf("unknown field %q; fields here are %s", key.Value, strings.Join(yamlFields(t), ", ")), fix)
+			continue
+		}
+		c.doc.lines[child] = key.Line
+		c.check(val, f.Type, child)
 	}
 }
 

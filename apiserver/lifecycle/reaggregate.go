@@ -65,11 +65,7 @@ func (s *Service) SyncRegistration(ctx context.Context) (int, error) {
 
 func (s *Service) reaggregate(ctx context.Context, ref Ref) error {
 	return s.inTx(ctx, func(tx store.Tx) error {
-		parent, err := s.lockParent(ctx, tx, ref)
-		if err != nil {
-			return ignoreGone(err)
-		}
-		r, err := s.lock(ctx, tx, ref)
+		parent, r, err := s.lockWithParent(ctx, tx, ref)
 		if err != nil {
 			return ignoreGone(err)
 		}

@@ -1,0 +1,110 @@
+// Reads: getting one resource and listing a page of them, searched and
+// ordered, within what the caller's tenancy may see.
+
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/apiserver/search"
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
+	"github.com/hyperfleet/hyperfleet/resource"
+)
+
+// GetAny returns a resource of any kind by id (GET /resources/{id}).
+func (s *Service) GetAny(ctx context.Context, id string) (*resource.Resource, error) {
+	r, err := s.store.GetResource(ctx, "", id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, r) {
+		return nil, problem.NotFound("Resource", id)
+	}
+	if err != nil {
+		return nil, problem.Internal(err)
+	}
+	return r, nil
+}
+
+// Get returns a resource; a node pool must belong to the cluster in its path.
+func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) {
+	r, err := s.store.GetResource(ctx, ref.Kind, ref.ID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (!belongs(r, ref) || !visible(ctx, r)) {
+		return nil, notFound(ref)
+	}
+	if err != nil {
+		return nil, problem.Internal(err)
+	}
+	return r, nil
+}
+
+func belongs(r *resource.Resource, ref Ref) bool {
+	if ref.ParentID == "" {
+		return true
+	}
+	return r.OwnerReferences != nil && r.OwnerReferences.ID == ref.ParentID
+}
+
+// ListParams select a page of a list endpoint.
+type ListParams struct {
+	Kind     string // "" lists every kind (/resources)
+	ParentID string // children of one parent; the parent must exist
+	Search   string
+	Order    []search.OrderTerm
+	Page     int
+	Size     int
+	// After, when set, starts the page after this position (a
+	// continuation token's) instead of at Page.
+	After search.Cursor
+}
+
+// List returns a page, the total number of matches and the position after
+// the page when more follow.
+func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
+	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true, Indexed: true}
+	if p.Kind != "" {
+		k, err := s.kind(p.Kind)
+		if err != nil {
+			return store.Page{}, err
+		}
+		if p.ParentID != "" {
+			if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
+				return store.Page{}, err
+			}
+		}
+		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: true, Disallowed: k.SearchDisallowed}
+	} else {
+		opts.Disallowed = s.disallowedAnywhere
+	}
+	where, err := search.Translate(p.Search, s.store.Dialect(), opts)
+	if err != nil {
+		var se *search.Error
+		if errors.As(err, &se) {
+			return store.Page{}, problem.New(http.StatusBadRequest, problem.CodeInvalidSearch, se.Message).
+				WithErrors(problem.FieldError{Field: "search", Value: problem.Truncate(p.Search, 200), Message: se.Message})
+		}
+		return store.Page{}, problem.Internal(err)
+	}
+	q := store.ListQuery{Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order, After: p.After, Limit: p.Size,
+		Tenant: tenancy.FromContext(ctx).Key}
+	if p.After == nil {
+		q.Offset = (p.Page - 1) * p.Size
+	}
+	page, err := s.store.ListResources(ctx, q)
+	if err != nil {
+		return store.Page{}, problem.Internal(err)
+	}
+	return page, nil
+}
+
+// disallowedAnywhere refuses, in a search across kinds, a field some kind
+// keeps from search: the rows of that kind would answer it too.
+func (s *Service) disallowedAnywhere(field string) bool {
+	for _, k := range s.kinds.All() {
+		if k.SearchDisallowed(field) {
+			return true
+		}
+	}
+	return false
+}
