@@ -1,6 +1,6 @@
 # HyperFleet on Temporal. The two commands a new user needs:
 #   make run    start the whole system locally (SQLite, embedded defaults)
-#   make test   run every test against real parts
+#   make test   run every test: the unit tier, then the integration tier against real parts
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -31,7 +31,7 @@ HELM_VERSION := v3.19.0
 # The linter `make lint` (and so `make test`) runs; settings in .golangci.yml.
 GOLANGCI_VERSION := v2.15.0
 
-.PHONY: all build run run-ha test test-tools lint vet fmt-check bench race fuzz clean help
+.PHONY: all build run run-ha test test-unit test-unit-race test-tools lint vet fmt-check bench race fuzz clean help
 
 all: build
 
@@ -52,9 +52,20 @@ run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, a
 run-ha: build $(BIN)/temporal-server $(BIN)/temporal-sql-tool ## start the production shape as separate processes (state in .hyperfleet-ha/)
 	$(BIN)/hyperfleet run-ha --bin-dir $(BIN) $(RUN_FLAGS)
 
-# Tests that run the binary (worker and Temporal processes) share this build.
-test: lint test-tools build ## lint (gofmt, golangci-lint with go vet) and every test (fuzz seed corpora included)
+# Two tiers: the unit tier (no build tag: pure functions, workflows on
+# Temporal's test suite, handlers on SQLite in a temp dir; no servers) runs
+# under the race detector, which needs cgo; then the integration tier
+# (-tags integration: PostgreSQL, kube-apiserver, Maestro, Temporal's
+# server, helm) runs every test. Tests that run the binary (worker and
+# Temporal processes) share this build.
+test: lint test-unit-race test-tools build ## lint (gofmt, golangci-lint with go vet), the unit tier under -race, then every test (fuzz seed corpora included)
 	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+test-unit: ## the unit tier: every test that needs no server, bin/ or ../shared (what `go test ./...` runs)
+	$(GO) test -count=1 $(PKGS)
+
+test-unit-race:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test-tools: $(TEST_TOOLS) ## build kube-apiserver, kube-controller-manager, etcd, helm, maestro, temporal-server and temporal-sql-tool into bin/ (cached)
 
@@ -136,10 +147,10 @@ bench: test-tools build ## Go benchmarks, the API load driver, and reconcile lat
 	$(BIN)/hyperfleet-reconcile-load --workload maestro --chain-dir $(CHAIN_DIR) --clusters 5 --scenario drift
 	$(BIN)/hyperfleet-reconcile-load --clusters 20000 --scenario restart --concurrency 40 --timeout 30m
 
-# The race detector needs cgo; the build of the Temporal server under -race
-# takes about 10 minutes cold, so it is not part of `make test`.
+# The race detector needs cgo. `make test` runs the unit tier under it;
+# this also runs the end-to-end reconcile tests under it.
 race: test-tools build ## unit, workflow and end-to-end reconcile tests under the race detector
-	HYPERFLEET_BINARY=$(BIN)/hyperfleet CGO_ENABLED=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) \
+	HYPERFLEET_BINARY=$(BIN)/hyperfleet CGO_ENABLED=1 $(GO) test -race -tags integration -count=1 -timeout $(TEST_TIMEOUT) \
 		./adapter/... ./activities/ ./workflows/... ./apiserver/... ./internal/... ./tests/reconcile
 
 FUZZTIME ?= 60s

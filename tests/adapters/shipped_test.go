@@ -1,3 +1,5 @@
+//go:build integration
+
 package adapters
 
 import (
@@ -8,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hyperfleet/hyperfleet/internal/await"
 )
 
 // The landing zone's whole life: create, skip on the same generation, update
@@ -89,7 +93,7 @@ func TestLandingZoneLifecycle(t *testing.T) {
 	if _, err := w.cs.CoreV1().ConfigMaps(c.ID).Get(ctx, "cluster-info", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("config map survived: %v", err)
 	}
-	eventually(t, 60*time.Second, "namespace removed by the namespace controller", func() bool {
+	await.True(t, 60*time.Second, "namespace removed by the namespace controller", func() bool {
 		exists, _ := w.namespaceExists(c.ID)
 		return !exists
 	})

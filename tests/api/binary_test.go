@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
@@ -66,18 +68,14 @@ func cleanEnv() []string {
 
 func waitReady(t *testing.T, p process, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	await.Eventually(t, 30*time.Second, "hyperfleet serve ready on "+addr, func() (bool, string) {
 		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("hyperfleet serve not ready on %s:\n%s", addr, p.output())
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	}, p.output)
 }
 
 // The real binary: configuration from the environment, refusal to start
@@ -107,7 +105,7 @@ func TestServeBinary(t *testing.T) {
 			t.Errorf("exit %v, output:\n%s", err, out)
 		}
 	})
-	for _, backend := range []string{"sqlite", "postgres"} {
+	for _, backend := range testedBackends() {
 		t.Run("serves on "+backend, func(t *testing.T) {
 			addr := freeAddr(t)
 			env := []string{
@@ -115,7 +113,7 @@ func TestServeBinary(t *testing.T) {
 				`HYPERFLEET_CLUSTER_ADAPTERS=["validation","landing-zone"]`, "HYPERFLEET_NODEPOOL_ADAPTERS=np-configmap",
 				"HYPERFLEET_LOG_FORMAT=json", "HYPERFLEET_DB_DRIVER=" + backend,
 			}
-			if backend == "postgres" {
+			if backend == store.BackendPostgres {
 				url := testenv.PostgresDB(t)
 				migrate := exec.Command(testenv.Binary(t), "migrate", "--db-driver", "postgres", "--db-url", url)
 				migrate.Env = cleanEnv()

@@ -1,3 +1,5 @@
+//go:build integration
+
 package api
 
 import (
@@ -15,6 +17,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
@@ -51,19 +54,17 @@ func TestPostgresRestartUnderWriteLoad(t *testing.T) {
 		t.Errorf("503 detail = %q, want it to say the database is unavailable", p.Detail)
 	}
 	e.do("GET", base+"/clusters?pageSize=5", nil).problem(http.StatusServiceUnavailable, "HYPERFLEET-SVC-001")
-	time.Sleep(2 * time.Second) // the writers keep hitting the outage
+	// The writers keep hitting the outage: ten refusals each, on average.
+	await.Eventually(t, 30*time.Second, "writers refused during the outage", func() (bool, string) {
+		n := load.responses(http.StatusServiceUnavailable)
+		return n >= 40, fmt.Sprintf("%d 503 responses, want 40", n)
+	})
 
 	pg.Start()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := e.get("/readyz"); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz did not recover within 30s of PostgreSQL starting again")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.Eventually(t, 30*time.Second, "/readyz recovered after PostgreSQL started again", func() (bool, string) {
+		code, body := e.get("/readyz")
+		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+	})
 	load.waitAccepted(t, crashedAt+20)
 	clusters, reports, codes := load.stop()
 	t.Logf("responses under load: %v; %d clusters and %d status reports acknowledged", codes, len(clusters), len(reports))
@@ -139,6 +140,8 @@ func startWriteLoad(e *env, writers int) *writeLoad {
 				}
 				code, raw := l.send(client, "POST", base+"/clusters", clusterBody(fmt.Sprintf("load-%d-%d", w, i)))
 				if code != http.StatusCreated {
+					// A client's back-off, not a wait in the test: the
+					// writers must not spin while the database is down.
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
@@ -193,16 +196,22 @@ func (l *writeLoad) accepted() int {
 	return len(l.clusters)
 }
 
+// responses counts the responses with HTTP code so far.
+func (l *writeLoad) responses(code int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.codes[code]
+}
+
 func (l *writeLoad) waitAccepted(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for l.accepted() < n {
-		if time.Now().After(deadline) {
-			_, _, codes := l.stop()
-			t.Fatalf("only %d of %d creations acknowledged within 60s (responses: %v)", l.accepted(), n, codes)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	await.Eventually(t, 60*time.Second, "creations acknowledged", func() (bool, string) {
+		got := l.accepted()
+		return got >= n, fmt.Sprintf("only %d of %d", got, n)
+	}, func() string {
+		_, _, codes := l.stop()
+		return fmt.Sprintf("responses: %v", codes)
+	})
 }
 
 func (l *writeLoad) stop() (clusters, reports []string, codes map[int]int) {

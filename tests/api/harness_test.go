@@ -1,5 +1,6 @@
 // Package api holds black-box tests of the HyperFleet API over real HTTP,
-// against real PostgreSQL and SQLite. Each scenario runs once per backend.
+// against real PostgreSQL and SQLite. Each scenario runs once per backend;
+// without the integration tag, on SQLite only.
 package api
 
 import (
@@ -96,9 +97,18 @@ func (e *env) restart(opts ...option) *env {
 	return startEnv(e.t, e.backend, o)
 }
 
-// backends runs a scenario on PostgreSQL and on SQLite.
+// testedBackends are the backends scenarios run on: SQLite always, and
+// PostgreSQL in the integration tier, where the test servers run.
+func testedBackends() []string {
+	if testenv.Integration {
+		return []string{store.BackendPostgres, store.BackendSQLite}
+	}
+	return []string{store.BackendSQLite}
+}
+
+// backends runs a scenario on each tested backend.
 func backends(t *testing.T, fn func(t *testing.T, backend string)) {
-	for _, b := range []string{store.BackendPostgres, store.BackendSQLite} {
+	for _, b := range testedBackends() {
 		t.Run(b, func(t *testing.T) { fn(t, b) })
 	}
 }

@@ -1,15 +1,11 @@
 package api
 
 import (
-	"fmt"
-	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -21,6 +17,8 @@ func TestSearch(t *testing.T) {
 		a := mk("alpha", `{"kind":"Cluster","name":"alpha","labels":{"environment":"production","cost-center":"eng","hyperfleet.io/tier":"gold"},
 			"spec":{"platform":{"type":"gcp","gcp":{"region":"us-central1","subnets":[{"cidr":"10.0.1.0/24"}]}},"nodes":5,"ha":true}}`)
 		mid := time.Now().UTC()
+		// Not a wait for a condition: bravo's created_time must be later
+		// than mid by more than a stored timestamp's rounding.
 		time.Sleep(10 * time.Millisecond)
 		b := mk("bravo", `{"kind":"Cluster","name":"bravo","labels":{"environment":"dev"},"spec":{"platform":{"type":"aws"},"nodes":2,"ha":false}}`)
 		mk("charlie", `{"kind":"Cluster","name":"charlie","labels":{"environment":"staging"},"spec":{"nodes":"many"}}`)
@@ -150,56 +148,6 @@ func TestSQLInjection(t *testing.T) {
 			t.Errorf("after the attacks %d clusters exist, want 2", l.Total)
 		}
 	})
-}
-
-// TestTermCountsCompactedByTheAPI: on PostgreSQL every create appends
-// term-count changes (schema version 8); the running API folds them into
-// the kept counts within seconds, and a search's total is the same before
-// and after.
-func TestTermCountsCompactedByTheAPI(t *testing.T) {
-	e := newEnv(t, store.BackendPostgres)
-	for i := range 5 {
-		e.createCluster(fmt.Sprintf("compact-%d", i))
-	}
-	q := "/clusters?search=" + url.QueryEscape("status.conditions.Ready='False'")
-	var before, after struct {
-		Total int `json:"total"`
-	}
-	e.do(http.MethodGet, base+q, nil).expect(http.StatusOK).into(&before)
-	if before.Total != 5 {
-		t.Fatalf("total %d before compaction, want 5", before.Total)
-	}
-	db := e.app.Store.SQLDB()
-	var identity string
-	if err := db.QueryRow("SELECT relreplident::text FROM pg_class WHERE relname = 'term_deltas'").Scan(&identity); err != nil || identity != "f" {
-		t.Errorf("term_deltas replica identity %q (%v), want f (full): logical replication would refuse the compaction's deletes", identity, err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var pending int
-		if err := db.QueryRow("SELECT count(*) FROM term_deltas").Scan(&pending); err != nil {
-			t.Fatal(err)
-		}
-		var kept int
-		if err := db.QueryRow("SELECT count(*) FROM term_counts WHERE term = 'c:Ready=False' AND n = 5").Scan(&kept); err != nil {
-			t.Fatal(err)
-		}
-		if pending == 0 && kept == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s, %d term-count changes not folded (c:Ready=False kept at 5: %v)", pending, kept == 1)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	e.do(http.MethodGet, base+q, nil).expect(http.StatusOK).into(&after)
-	if after.Total != before.Total {
-		t.Errorf("total %d after compaction, %d before", after.Total, before.Total)
-	}
-	metrics := string(e.do(http.MethodGet, "/metrics", nil).expect(http.StatusOK).body)
-	if !strings.Contains(metrics, `hyperfleet_api_term_compactions_total{outcome="folded"}`) {
-		t.Errorf("/metrics counts no folding compaction:\n%s", grepLines(metrics, "hyperfleet_api_term_compactions_total"))
-	}
 }
 
 // grepLines keeps the lines of text that contain what.

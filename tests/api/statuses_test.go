@@ -66,6 +66,8 @@ func TestStatusReportRules(t *testing.T) {
 
 		// Rule 4: upsert keeps created_time and unchanged transition times.
 		first := e.statusOf(c, "validation")
+		// Not a wait for a condition: the second report's times must be
+		// later than the first's by more than a stored timestamp's rounding.
 		time.Sleep(5 * time.Millisecond)
 		e.report(c, report("validation", 1, "False")).expect(201)
 		second := e.statusOf(c, "validation")

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package deploy tests the Helm chart in deploy/helm: it renders with the
 // real helm binary (built into bin/ by make test-tools) and every rendered
 // object is accepted by a real kube-apiserver (server-side dry run).

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Waiting for and describing the states the end-to-end tests expect.
 
 package reconcile
@@ -6,9 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -16,7 +18,7 @@ import (
 func (s *system) waitReady(r resource.Resource, gen int64, within time.Duration) resource.Resource {
 	s.t.Helper()
 	var last resource.Resource
-	eventually(s.t, within, func() (bool, string) {
+	await.Eventually(s.t, within, "", func() (bool, string) {
 		got, ok := s.get(r)
 		if !ok {
 			return false, "resource is gone"
@@ -30,7 +32,7 @@ func (s *system) waitReady(r resource.Resource, gen int64, within time.Duration)
 func (s *system) waitGone(r resource.Resource, within time.Duration) {
 	s.t.Helper()
 	var last resource.Resource
-	eventually(s.t, within, func() (bool, string) {
+	await.Eventually(s.t, within, "", func() (bool, string) {
 		got, ok := s.get(r)
 		last = got
 		return !ok, "still there: " + conditionsOf(got)
@@ -66,26 +68,4 @@ func conditionsOf(r resource.Resource) string {
 		parts = append(parts, fmt.Sprintf("%s=%s@%d(%s)", c.Type, c.Status, c.ObservedGeneration, c.Reason))
 	}
 	return strings.Join(parts, " ")
-}
-
-// eventually polls cond until it holds or the time is up.
-func eventually(t *testing.T, within time.Duration, cond func() (bool, string), explain func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	var last string
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		if time.Now().After(deadline) {
-			extra := ""
-			if explain != nil {
-				extra = "\n" + explain()
-			}
-			t.Fatalf("not within %s: %s%s", within, last, extra)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

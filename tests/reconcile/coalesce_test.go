@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -9,6 +11,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -69,7 +72,7 @@ func TestRapidPatchesCoalesce(t *testing.T) {
 	// The API turns Ready at the last report; the workflow records
 	// Reconciled after its read-back that follows, so its view may lag.
 	var v reconcile.View
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		var err error
 		v, err = s.view(resource.KindCluster, c.ID)
 		return err == nil && v.Generation == 4 && v.Reconciled, fmt.Sprintf("workflow view = %+v, %v", v, err)

@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
@@ -61,7 +64,7 @@ func (d *devProcess) cluster(id string) (int, hf.Resource) {
 func (d *devProcess) waitCondition(id, typ, status string, gen int64) hf.Resource {
 	d.t.Helper()
 	var last hf.Resource
-	eventually(d.t, 60*time.Second, func() (bool, string) {
+	await.Eventually(d.t, 60*time.Second, "", func() (bool, string) {
 		_, last = d.cluster(id)
 		c, _ := last.Condition(typ)
 		return c.Status == status && c.ObservedGeneration == gen,
@@ -139,12 +142,12 @@ func TestDevRunsTheWholeSystem(t *testing.T) {
 	if code, _ := d.send(http.MethodDelete, "/clusters/"+c.ID, ""); code != http.StatusAccepted {
 		t.Fatalf("DELETE: HTTP %d", code)
 	}
-	eventually(t, 90*time.Second, func() (bool, string) {
+	await.Eventually(t, 90*time.Second, "", func() (bool, string) {
 		code, r := d.cluster(c.ID)
 		ready, _ := r.Condition(hf.ConditionReady)
 		return code == http.StatusNotFound, fmt.Sprintf("GET answered %d (Ready: %s)", code, ready.Message)
 	}, nil)
-	eventually(t, 60*time.Second, func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 		ns, err := cs.CoreV1().Namespaces().Get(context.Background(), c.ID, metav1.GetOptions{})
 		return err != nil, fmt.Sprintf("namespace still there (phase %s)", ns.Status.Phase)
 	}, nil)
@@ -170,7 +173,7 @@ func (d *devProcess) runBannerExample() {
 	d.t.Helper()
 	var line string
 	// The banner follows /readyz by a moment.
-	eventually(d.t, 30*time.Second, func() (bool, string) {
+	await.Eventually(d.t, 30*time.Second, "", func() (bool, string) {
 		for _, l := range strings.Split(d.log.String(), "\n") {
 			if strings.Contains(l, "curl -s -X POST") {
 				line = l

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package reconcile tests the whole system end to end through HTTP: the API
 // on real PostgreSQL, its outbox relay, the reconcile workflows on a real
 // embedded Temporal server, and the shipped adapters applying to a real

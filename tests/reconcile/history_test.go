@@ -1,3 +1,5 @@
+//go:build integration
+
 // Reading workflows back from Temporal: state queries, histories, recorded
 // histories for the replay test.
 

@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -7,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/resource/kindsfile"
 )
@@ -73,7 +76,7 @@ func TestConfiguredKindsThroughTemporal(t *testing.T) {
 	}
 	s.mustDo(http.MethodDelete, path(region), nil, http.StatusAccepted)
 	for _, r := range []resource.Resource{region, zone, rack} {
-		eventually(t, 60*time.Second, func() (bool, string) {
+		await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 			st, ok := s.statuses(r)["generic"]
 			if !ok || st.ObservedGeneration != 2 {
 				return false, "no report at the deleting generation yet"

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Reading what adapters applied back from the kube-apiserver.
 
 package reconcile

@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -11,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -50,7 +53,7 @@ func TestCreatePatchDelete(t *testing.T) {
 	}
 	// The workflow records Reconciled after the read-back that follows the
 	// API's Ready, so its view may lag the API by a workflow task.
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		v, err := s.view(resource.KindCluster, c.ID)
 		return err == nil && v.Reconciled && v.Generation == 1 && v.Phase == reconcile.PhaseStable,
 			fmt.Sprintf("cluster workflow view = %+v, %v; want reconciled at generation 1, waiting in the stability window", v, err)
@@ -62,7 +65,7 @@ func TestCreatePatchDelete(t *testing.T) {
 		fmt.Sprintf("HyperFleetResourceID = '%s'", c.ID),
 		fmt.Sprintf("HyperFleetKind = 'Cluster' AND HyperFleetResourceID = '%s' AND HyperFleetGeneration = 1 AND HyperFleetReconciled = true", c.ID),
 	} {
-		eventually(t, 15*time.Second, func() (bool, string) {
+		await.Eventually(t, 15*time.Second, "", func() (bool, string) {
 			ids, err := s.findWorkflows(q)
 			return err == nil && slices.Equal(ids, []string{wantID}), fmt.Sprintf("query %q listed %v (%v), want [%s]", q, ids, err, wantID)
 		}, nil)
@@ -91,7 +94,7 @@ func TestCreatePatchDelete(t *testing.T) {
 			t.Errorf("node pool %s outlived its cluster", np.Name)
 		}
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		return !s.namespaceExists(c.ID), "namespace " + c.ID + " still exists"
 	}, nil)
 
@@ -111,7 +114,7 @@ func TestCreatePatchDelete(t *testing.T) {
 func (s *system) waitClosed(kind, id string) *workflowInfo {
 	s.t.Helper()
 	var info *workflowInfo
-	eventually(s.t, 30*time.Second, func() (bool, string) {
+	await.Eventually(s.t, 30*time.Second, "", func() (bool, string) {
 		info = s.describeWorkflow(kind, id)
 		return info.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, fmt.Sprintf("%s %s workflow is %s", kind, id, info.Status)
 	}, nil)

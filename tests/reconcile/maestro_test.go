@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
@@ -63,7 +66,7 @@ func TestMaestroAdapterThroughTemporal(t *testing.T) {
 
 	s.mustDo("PATCH", path(c), map[string]any{"spec": map[string]any{"platform": map[string]any{"type": "onprem"}}}, 200)
 	s.waitReady(c, 2, 120*time.Second)
-	eventually(t, 60*time.Second, func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 		cm, err := s.cs.CoreV1().ConfigMaps(ns).Get(ctx, cmName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -76,7 +79,7 @@ func TestMaestroAdapterThroughTemporal(t *testing.T) {
 
 	s.mustDo("DELETE", path(c), nil, 202)
 	s.waitGone(c, 180*time.Second)
-	eventually(t, 90*time.Second, func() (bool, string) {
+	await.Eventually(t, 90*time.Second, "", func() (bool, string) {
 		_, err := s.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("namespace %s still there: %v", ns, err)
 	}, nil)
@@ -123,7 +126,7 @@ func TestMixedTransportsInOneAdapter(t *testing.T) {
 	s.mustDo("DELETE", path(c), nil, 202)
 	s.waitGone(c, 180*time.Second)
 	for _, ns := range []string{direct, viaMaestro} {
-		eventually(t, 90*time.Second, func() (bool, string) {
+		await.Eventually(t, 90*time.Second, "", func() (bool, string) {
 			_, err := s.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprintf("namespace %s still there: %v", ns, err)
 		}, nil)
@@ -227,7 +230,7 @@ func TestMaestroFailingAdaptersThroughTemporal(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 120*time.Second, func() (bool, string) {
+	await.Eventually(t, 120*time.Second, "", func() (bool, string) {
 		all := s.statuses(c)
 		unreg, wrongDS, wrongNest := conditions(all["cl-m-unreg-consumer"]), conditions(all["cl-m-wrong-ds"]), conditions(all["cl-m-wrong-nest"])
 		ok := unreg["Health"].Status == hf.StatusFalse && strings.Contains(unreg["Health"].Message, `on consumer "unregistered-consumer"`) &&
@@ -240,7 +243,7 @@ func TestMaestroFailingAdaptersThroughTemporal(t *testing.T) {
 	if _, ok := s.statuses(c)["cl-m-bad-api"]; ok {
 		t.Error("cl-m-bad-api stored a status although its API address is closed")
 	}
-	eventually(t, 120*time.Second, func() (bool, string) {
+	await.Eventually(t, 120*time.Second, "", func() (bool, string) {
 		v, err := s.view(hf.KindCluster, c.ID)
 		a := v.Adapters["cl-m-bad-api"]
 		return err == nil && (a.Outcome == reconcile.OutcomeError || a.Outcome == reconcile.OutcomeFailed),
@@ -277,7 +280,7 @@ func TestMaestroOutageThroughTemporal(t *testing.T) {
 
 	m.Stop()
 	c := s.createCluster("e2e-maestro-outage", map[string]any{"platform": map[string]any{"type": "gcp"}})
-	eventually(t, 90*time.Second, func() (bool, string) {
+	await.Eventually(t, 90*time.Second, "", func() (bool, string) {
 		st := s.statuses(c)["cl-maestro"]
 		for _, cond := range st.Conditions {
 			if cond.Type == "Health" {

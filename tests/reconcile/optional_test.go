@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -42,7 +43,7 @@ func TestFailingOptionalAdaptersNeverHoldAClusterBack(t *testing.T) {
 	}
 
 	// The failing optional adapter's report is stored and listed.
-	eventually(t, 60*time.Second, func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 		st, ok := s.statuses(c)["broken-optional"]
 		health := ""
 		for _, cond := range st.Conditions {
@@ -57,7 +58,7 @@ func TestFailingOptionalAdaptersNeverHoldAClusterBack(t *testing.T) {
 	// The workflow's state: Reconciled, waiting for the stability window,
 	// the failure of one optional adapter and the other's run still
 	// waiting for a worker.
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		v, err := s.view(resource.KindCluster, c.ID)
 		ok := err == nil && v.Reconciled && v.Phase == reconcile.PhaseStable &&
 			slices.Equal(v.Optional, []string{"absent-optional", "broken-optional"}) &&
@@ -67,7 +68,7 @@ func TestFailingOptionalAdaptersNeverHoldAClusterBack(t *testing.T) {
 
 	// Metrics name the optional adapter (not "unregistered") and count its
 	// failed runs.
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		_, page := httpGet(s.url + "/metrics")
 		return metricLine(string(page), "hyperfleet_api_status_reports_total", `adapter="broken-optional"`, `outcome="stored"`) &&
 				metricLine(string(page), "hyperfleet_adapter_runs_total", `adapter_name="broken-optional"`, `outcome="failed"`),

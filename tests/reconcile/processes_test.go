@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -17,6 +19,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
@@ -58,7 +61,7 @@ func TestSeparateProcesses(t *testing.T) {
 		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--log-format", "json"})
 
 	d.waitCondition(c.ID, hf.ConditionReady, hf.StatusTrue, 1)
-	eventually(t, 60*time.Second, func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 		code, r := d.send(http.MethodGet, "/clusters/"+c.ID+"/nodepools/"+np.ID, "")
 		ready, _ := r.Condition(hf.ConditionReady)
 		return code == http.StatusOK && ready.Status == hf.StatusTrue, fmt.Sprintf("node pool: HTTP %d, Ready=%s (%s)", code, ready.Status, ready.Message)
@@ -93,7 +96,7 @@ func TestSeparateProcesses(t *testing.T) {
 	if code, _ := d.send(http.MethodPost, "/clusters", `{"kind":"Cluster","name":"backs-off","spec":{"nodes":0}}`); code != http.StatusCreated {
 		t.Fatalf("create invalid cluster: HTTP %d", code)
 	}
-	eventually(t, 60*time.Second, func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 		_, m := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
 		return strings.Contains(string(m), "hyperfleet_reconcile_backoff_seconds_count"), "no backoff recorded by the worker"
 	}, nil)
@@ -108,7 +111,7 @@ func TestSeparateProcesses(t *testing.T) {
 	if code, _ := d.send(http.MethodDelete, "/clusters/"+c.ID, ""); code != http.StatusAccepted {
 		t.Fatalf("DELETE: HTTP %d", code)
 	}
-	eventually(t, 60*time.Second, func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 		code, _ := d.cluster(c.ID)
 		return code == http.StatusNotFound, fmt.Sprintf("GET answered %d", code)
 	}, nil)
@@ -132,7 +135,7 @@ func TestAPIKilledAfterCommit(t *testing.T) {
 			"HYPERFLEET_DB_DRIVER=postgres", "HYPERFLEET_DB_URL="+dbURL,
 			"HYPERFLEET_CLUSTER_ADAPTERS=validation", "HYPERFLEET_NODEPOOL_ADAPTERS=nodepool-validation",
 			"HYPERFLEET_TEMPORAL_ADDRESS="+temporalAddr, "HYPERFLEET_LOG_FORMAT=json")
-		eventually(t, 90*time.Second, func() (bool, string) {
+		await.Eventually(t, 90*time.Second, "", func() (bool, string) {
 			p.failIfExited()
 			code, body := httpGet(api + "/readyz?exclude=workflow-engine")
 			return code == http.StatusOK, fmt.Sprintf("/readyz answered %d %s", code, body)
@@ -205,7 +208,7 @@ func TestAPIKilledAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		var n int
 		if err := db.QueryRow("SELECT count(*) FROM outbox").Scan(&n); err != nil {
 			t.Fatal(err)

@@ -1,3 +1,5 @@
+//go:build integration
+
 // HTTP requests to the API and the resources they read, for the end-to-end tests.
 
 package reconcile

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Processes of the hyperfleet binary started by the tests.
 
 package reconcile
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
@@ -98,7 +101,7 @@ func httpGet(url string) (int, []byte) {
 // waitReadyz waits for a process's /readyz to answer 200.
 func waitReadyz(t *testing.T, p *process, base string) {
 	t.Helper()
-	eventually(t, 90*time.Second, func() (bool, string) {
+	await.Eventually(t, 90*time.Second, "", func() (bool, string) {
 		p.failIfExited()
 		code, body := httpGet(base + "/readyz")
 		return code == http.StatusOK, fmt.Sprintf("%s /readyz answered %d %s", p.name, code, body)

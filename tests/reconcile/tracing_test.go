@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -18,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	hf "github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
@@ -117,7 +120,7 @@ func TestOneCreateIsOneTrace(t *testing.T) {
 		t.Errorf("the log does not say tracing is on")
 	}
 	// The banner says so too, and where the settings are documented.
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		log := d.log.String()
 		return strings.Contains(log, "Tracing: on") && strings.Contains(log, `docs/operator-guide.md, "Tracing"`),
 			"the start-up banner does not say tracing is on and where it is documented"
@@ -134,7 +137,7 @@ func TestOneCreateIsOneTrace(t *testing.T) {
 	if code, _ := d.send(http.MethodDelete, "/clusters/"+c.ID, ""); code != http.StatusAccepted {
 		t.Fatalf("DELETE: HTTP %d", code)
 	}
-	eventually(t, 90*time.Second, func() (bool, string) {
+	await.Eventually(t, 90*time.Second, "", func() (bool, string) {
 		code, _ := d.cluster(c.ID)
 		return code == http.StatusNotFound, fmt.Sprintf("GET answered %d", code)
 	}, nil)

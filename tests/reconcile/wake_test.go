@@ -1,3 +1,5 @@
+//go:build integration
+
 package reconcile
 
 import (
@@ -15,6 +17,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/compat"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -187,7 +190,7 @@ func TestChainLifecycleKeepsSiblingsReconciled(t *testing.T) {
 
 	// Settled: the workflow waits out its stability window.
 	var before reconcile.View
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		v, err := s.view(resource.KindCluster, c.ID)
 		before = v
 		return err == nil && v.Phase == reconcile.PhaseStable && v.Reconciled && v.Generation == 3, fmt.Sprintf("cluster workflow: %+v %v", v, err)
@@ -197,10 +200,12 @@ func TestChainLifecycleKeepsSiblingsReconciled(t *testing.T) {
 	watch := s.watchReady(c, np2)
 	s.mustDo(http.MethodDelete, path(np1), nil, http.StatusAccepted)
 	s.waitGone(np1, 60*time.Second)
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		return !s.configMapExists(c.ID, "nodepool-config-"+np1.ID), "the removed node pool's ConfigMap is still there"
 	}, nil)
-	time.Sleep(3 * time.Second) // a round the removal caused would show by now
+	// Not a wait for a condition: nothing may happen, and a round the
+	// removal caused would show by now.
+	time.Sleep(3 * time.Second)
 	if lapses := watch.stop(); len(lapses) > 0 {
 		t.Errorf("Reconciled lapsed while a sibling node pool was removed:\n%s\ncluster workflow:\n%s", lapses, s.timeline(resource.KindCluster, c.ID))
 	}
@@ -217,7 +222,7 @@ func TestChainLifecycleKeepsSiblingsReconciled(t *testing.T) {
 	if _, ok := s.get(np2); ok {
 		t.Error("node pool infra outlived its cluster")
 	}
-	eventually(t, 60*time.Second, func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
 		return !s.namespaceExists(c.ID), "namespace " + c.ID + " still exists"
 	}, nil)
 	s.waitClosed(resource.KindCluster, c.ID)
@@ -233,7 +238,7 @@ func TestHandDeletedObjectIsRecreatedOnWake(t *testing.T) {
 	if err := s.cs.CoreV1().ConfigMaps(c.ID).Delete(context.Background(), "cluster-info", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "", func() (bool, string) {
 		return s.configMapExists(c.ID, "cluster-info"), "cluster-info not re-created"
 	}, nil)
 	f := factsOf(t, s.history(resource.KindCluster, c.ID))

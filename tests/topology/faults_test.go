@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hyperfleet/hyperfleet/internal/await"
 )
 
 // burstSize is how many clusters each fault's burst creates (a quarter of
@@ -52,7 +54,9 @@ func TestFaultsOnTheProductionShape(t *testing.T) {
 		if err := signalProcess(frontend.PID, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second) // commits go on; hand-offs cannot
+		// Commits go on; hand-offs cannot: a round of creates per writer.
+		frozen := b.created.Load()
+		await.True(t, 30*time.Second, "creates committed while the hand-off is frozen", func() bool { return b.created.Load() >= frozen+8 })
 		s.kill("api-1")
 		fault := time.Now()
 		pending := s.outboxRows()
@@ -115,6 +119,8 @@ func TestFaultsOnTheProductionShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			fault := time.Now()
+			// Not a wait for a condition: the database stays down for a
+			// while, as after a crash, before it is restarted.
 			time.Sleep(2 * time.Second)
 			s.restart(db.process)
 			b.wait(t, 5*time.Minute)

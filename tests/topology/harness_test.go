@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/topology"
@@ -216,6 +217,7 @@ func (b *burst) send(t *testing.T, replicas []string, i int, method, path, body 
 			t.Errorf("%s %s on %s: HTTP %d %s", method, path, base, a.code, a.body)
 			return ""
 		}
+		// A client's back-off between attempts, not a wait in the test.
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Errorf("%s %s: no replica took it within two minutes", method, path)
@@ -234,13 +236,10 @@ func (b *burst) wait(t *testing.T, within time.Duration) {
 // waitCreated waits until at least n clusters of the burst were answered.
 func (b *burst) waitCreated(t *testing.T, n int64, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for b.created.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d creates answered within %s", b.created.Load(), n, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	await.Eventually(t, within, "creates answered", func() (bool, string) {
+		got := b.created.Load()
+		return got >= n, fmt.Sprintf("only %d of %d", got, n)
+	})
 }
 
 // waitAllReconciled waits until every cluster in HyperFleet's database is
@@ -248,18 +247,8 @@ func (b *burst) waitCreated(t *testing.T, n int64, within time.Duration) {
 // returns when that first held.
 func (s *shape) waitAllReconciled(within time.Duration) time.Time {
 	s.t.Helper()
-	deadline := time.Now().Add(within)
-	var why string
-	for time.Now().Before(deadline) {
-		ok, w := s.allReconciled()
-		if ok {
-			return time.Now()
-		}
-		why = w
-		time.Sleep(250 * time.Millisecond)
-	}
-	s.t.Fatalf("not every cluster Reconciled within %s: %s", within, why)
-	return time.Time{}
+	await.Eventually(s.t, within, "every cluster Reconciled", s.allReconciled)
+	return time.Now()
 }
 
 // allReconciled reads every cluster through the API (any replica that

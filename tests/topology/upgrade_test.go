@@ -17,6 +17,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/worker/versioning"
@@ -145,17 +146,10 @@ func TestRollingUpgradeMovesLiveWorkflows(t *testing.T) {
 // waitPinned waits until n reconcile workflows are pinned to v.
 func waitPinned(ctx context.Context, t *testing.T, c client.Client, v versioning.Version, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	await.Eventually(t, time.Minute, "workflows pinned to "+v.String(), func() (bool, string) {
 		got, err := versioning.Pinned(ctx, c, v)
-		if err == nil && got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workflows pinned to %s (err %v), want %d", got, v, err, n)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return err == nil && got == n, fmt.Sprintf("%d pinned (err %v), want %d", got, err, n)
+	})
 }
 
 // workflowRuns lists every run of a workflow id.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
@@ -58,13 +59,8 @@ func TestRefusedWatchIsReportedUnhealthy(t *testing.T) {
 	if _, err := tr.Create(ctx, "", cm); err != nil {
 		t.Fatalf("create as %s: %v", user, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for tr.WatchHealthy() {
-		if time.Now().After(deadline) {
-			t.Fatal("the watch was refused (no list/watch on configmaps) but the transport still reports it healthy")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	await.True(t, 30*time.Second, "the transport to report its refused watch (no list/watch on configmaps) as not working",
+		func() bool { return !tr.WatchHealthy() })
 	if !tr.Watches() {
 		t.Error("Watches() must stay true: it says objects are stamped for a watch, not that the watch works")
 	}

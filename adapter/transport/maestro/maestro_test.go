@@ -1,3 +1,5 @@
+//go:build integration
+
 package maestro
 
 import (
@@ -17,6 +19,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/transporttest"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 )
 
@@ -138,21 +141,6 @@ func condition(obj transport.Object, typ string) string {
 	return ""
 }
 
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, within, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func TestManifestWorkLifecycleThroughRealMaestro(t *testing.T) {
 	e := realMaestro(t)
 	tr := newClient(t, e.m, "transport-lifecycle")
@@ -173,7 +161,7 @@ func TestManifestWorkLifecycleThroughRealMaestro(t *testing.T) {
 
 	// The agent applies it to the kube-apiserver; status and feedback flow back.
 	var live transport.Object
-	eventually(t, 30*time.Second, "applied with feedback", func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "applied with feedback", func() (bool, string) {
 		live, err = tr.Get(ctx, "spoke1", ref)
 		if err != nil || live == nil {
 			return false, fmt.Sprint(live, err)
@@ -202,14 +190,14 @@ func TestManifestWorkLifecycleThroughRealMaestro(t *testing.T) {
 	if _, err := tr.Update(ctx, "spoke1", work(name, "2", "two")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "patched", func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "patched", func() (bool, string) {
 		cm, err := e.cs.CoreV1().ConfigMaps(name).Get(ctx, "config", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return cm.Data["value"] == "two" && cm.Annotations["hyperfleet.io/generation"] == "2", fmt.Sprint(cm.Data, cm.Annotations)
 	})
-	eventually(t, 30*time.Second, "feedback of the patch", func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "feedback of the patch", func() (bool, string) {
 		live, err = tr.Get(ctx, "spoke1", ref)
 		return err == nil && live != nil && feedback(live, "ConfigMap", "value") == "two" &&
 			transport.Annotation(live, "hyperfleet.io/generation") == "2", fmt.Sprint(err)
@@ -240,7 +228,7 @@ func TestManifestWorkLifecycleThroughRealMaestro(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteAgain := redelete(t, tr, "spoke1", ref)
-	eventually(t, 60*time.Second, "deleted", func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "deleted", func() (bool, string) {
 		got, err := tr.Get(ctx, "spoke1", ref)
 		if err != nil || got != nil {
 			deleteAgain()
@@ -305,7 +293,7 @@ func TestDeleteOfADeletingWorkIsPublishedAgain(t *testing.T) {
 		if err := tr.Delete(ctx, "no-agent", ref, "Background"); err != nil {
 			t.Fatalf("delete %d: %v", i, err)
 		}
-		eventually(t, 30*time.Second, fmt.Sprintf("delete %d recorded", i), func() (bool, string) {
+		await.Eventually(t, 30*time.Second, fmt.Sprintf("delete %d recorded", i), func() (bool, string) {
 			live, err := tr.Get(ctx, "no-agent", ref)
 			if err != nil || live == nil {
 				return false, fmt.Sprint("the work should still be there, deleting: ", live, err)
@@ -434,13 +422,13 @@ func TestRecoversWhenMaestroReturns(t *testing.T) {
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "create after the restart", func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "create after the restart", func() (bool, string) {
 		_, err := tr.Create(ctx, "spoke3", work("tr-restart-b", "1", "b"))
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
 	// The agent reconnects to the restarted server on its own backoff,
 	// which is Maestro's, not this client's: seen from 2 s to over a minute.
-	eventually(t, 3*time.Minute, "applied after the restart", func() (bool, string) {
+	await.Eventually(t, 3*time.Minute, "applied after the restart", func() (bool, string) {
 		got, err := tr.Get(ctx, "spoke3", transport.Ref{APIVersion: APIVersion, Kind: Kind, Name: "tr-restart-b"})
 		return err == nil && got != nil && feedback(got, "ConfigMap", "value") == "b", fmt.Sprint(err)
 	})

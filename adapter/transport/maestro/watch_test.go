@@ -1,3 +1,5 @@
+//go:build integration
+
 package maestro
 
 import (
@@ -10,35 +12,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/await"
 )
-
-func TestChangeOf(t *testing.T) {
-	for _, c := range []struct {
-		name          string
-		t             watch.EventType
-		update        bool
-		before, after string
-		want          transport.ChangeKind
-	}{
-		{"deletion confirmed by the agent", watch.Deleted, true, "a", "a", transport.ChangeDeleted},
-		{"deletion of one never seen", watch.Deleted, false, "", "a", transport.ChangeDeleted},
-		{"listed at the watch's start: baseline", watch.Modified, false, "", "a", ""},
-		{"first status of a work just written", watch.Modified, true, "", "a", transport.ChangeStatus},
-		{"status unchanged (a resync or a repeated report)", watch.Modified, true, "a", "a", ""},
-		{"readiness changed", watch.Modified, true, "a", "b", transport.ChangeStatus},
-		{"listed after a reconnect, changed while away", watch.Modified, false, "a", "b", transport.ChangeStatus},
-		{"listed after a reconnect, unchanged", watch.Modified, false, "a", "a", ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := changeOf(c.t, c.update, c.before, c.after); got != c.want {
-				t.Errorf("changeOf(%s, update=%v, %q, %q) = %q, want %q", c.t, c.update, c.before, c.after, got, c.want)
-			}
-		})
-	}
-}
 
 // changes collects what a watch reports.
 type changes struct {
@@ -105,7 +82,7 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 
 	// The first status report (applied, feedback read) is a change, and its
 	// digest is the one a read of the same state computes.
-	eventually(t, 30*time.Second, "a status change for the applied work", func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "a status change for the applied work", func() (bool, string) {
 		live, err := tr.Get(ctx, "spoke1", ref)
 		if err != nil || live == nil || feedback(live, "ConfigMap", "value") != "one" {
 			return false, fmt.Sprint("not applied yet: ", err)
@@ -131,7 +108,7 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	if _, err := tr.Update(ctx, "spoke1", two); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "a status change for the new feedback value", func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "a status change for the new feedback value", func() (bool, string) {
 		live, err := tr.Get(ctx, "spoke1", ref)
 		if err != nil || live == nil || feedback(live, "ConfigMap", "value") != "two" {
 			return false, fmt.Sprint("not applied yet: ", err)
@@ -148,7 +125,7 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 	// A write empties its work's entry, and a REST read refills it only if
 	// no stream event raced the read (the agent reports several times
 	// after an apply), so the entry may take a few reads to come back.
-	eventually(t, 30*time.Second, "the work cached under Maestro's id", func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "the work cached under Maestro's id", func() (bool, string) {
 		if _, err := tr.Get(ctx, "spoke1", ref); err != nil {
 			return false, err.Error()
 		}
@@ -162,7 +139,7 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteAgain := redelete(t, tr, "spoke1", ref)
-	eventually(t, 60*time.Second, "the deletion reported", func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "the deletion reported", func() (bool, string) {
 		got := seen.of(name)
 		if slices.ContainsFunc(got, func(ch transport.Change) bool { return ch.What == transport.ChangeDeleted && ch.Digest == "" }) {
 			return true, ""
@@ -265,7 +242,7 @@ func TestWatchReportsDeletionsMissedWhileDisconnected(t *testing.T) {
 	if _, err := tr.Create(ctx, "spoke1", mine); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the first status change", func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "the first status change", func() (bool, string) {
 		got := seen.of(name)
 		return len(got) > 0, fmt.Sprint(got)
 	})
@@ -291,7 +268,7 @@ func TestWatchReportsDeletionsMissedWhileDisconnected(t *testing.T) {
 	if err := NewTransport(other).Delete(ctx, "spoke1", ref, "Background"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "Maestro to forget the work", func() (bool, string) {
+	await.Eventually(t, 60*time.Second, "Maestro to forget the work", func() (bool, string) {
 		got, err := other.readREST(ctx, workID(source, "spoke1", name))
 		return err == nil && got == nil, fmt.Sprint("still held: ", got != nil, " ", err)
 	})
@@ -303,7 +280,7 @@ func TestWatchReportsDeletionsMissedWhileDisconnected(t *testing.T) {
 	}
 
 	release()
-	eventually(t, 30*time.Second, "the deletion reported after reconnecting", func() (bool, string) {
+	await.Eventually(t, 30*time.Second, "the deletion reported after reconnecting", func() (bool, string) {
 		return deleted(), fmt.Sprint(seen.of(name))
 	})
 	for _, ch := range seen.of(name) {
