@@ -249,6 +249,18 @@ func TestHandDeletedObjectIsRecreatedOnWake(t *testing.T) {
 		t.Errorf("wake-ups %v, want one naming landing-zone", f.wakes)
 	}
 	s.waitReady(c, 1, 30*time.Second)
+	// Contract: everything the shipped adapters apply is watched (the
+	// validation adapter applies nothing), so the resource rests for the
+	// long safety-net window, not the 1-hour stability window set here.
+	await.Eventually(t, 30*time.Second, "the watched safety-net wait", func() (bool, string) {
+		v, err := s.view(resource.KindCluster, c.ID)
+		if err != nil {
+			return false, err.Error()
+		}
+		wait := time.Until(v.NextRound)
+		return v.NextRoundCause == reconcile.WaitSafetyNet && wait > 8*time.Hour,
+			fmt.Sprintf("next round in %s, cause %q (phase %s)", wait.Round(time.Second), v.NextRoundCause, v.Phase)
+	}, nil)
 }
 
 // readyWatch samples resources' Ready condition until stopped and records
