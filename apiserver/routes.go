@@ -196,6 +196,8 @@ func databaseProblem(err error) *problem.Problem {
 	case store.FaultStorageFull:
 		return problem.New(http.StatusInsufficientStorage, problem.CodeStorageFull,
 			"The database has no space left, so the write was not applied; an operator must free space on the database volume, then retry").WithCause(err)
+	case store.FaultNone:
+		// Not a database fault: the caller handles the error.
 	}
 	return nil
 }

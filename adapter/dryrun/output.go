@@ -92,6 +92,8 @@ func (r *Report) writePreconditions(p *printer, verbose bool) {
 		suffix = " (MET)"
 	case phase.NotMet:
 		outcome, suffix = phase.Success, " (NOT MET)"
+	case phase.Failed, phase.Skipped:
+		// Shown as they are.
 	}
 	p.phase("Phase 2: Preconditions", outcome, suffix)
 	for i, s := range tr.Preconditions.Steps {

@@ -443,6 +443,8 @@ func (r *reconciler) applyChange(s Signal) {
 	case ReasonUpgrade:
 		// Nothing to fold in: the task that delivers it is what the run
 		// needed to see the current version (upgradeDue).
+	case ReasonResync:
+		// Its adapters and options, folded in above, are all it carries.
 	}
 }
 

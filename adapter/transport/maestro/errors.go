@@ -81,6 +81,8 @@ func (c *Client) explain(op, consumer, what string, err error) error {
 			op, what, consumer, c.cfg.GRPCAddress, c.cfg.HTTPAddress, detail)
 	case failureRejected:
 		return fmt.Errorf("%s %s on consumer %q: Maestro rejected the ManifestWork: %s: fix the manifest", op, what, consumer, detail)
+	case failureOther:
+		// Maestro's own words are the best explanation.
 	}
 	return fmt.Errorf("%s %s on consumer %q: %s", op, what, consumer, detail)
 }
