@@ -153,114 +153,19 @@ func NewKinds(file string, kinds []Kind) (*Kinds, error) {
 	t := &Kinds{file: file, byKind: map[string]int{}, byPlural: map[string]int{}}
 	list := make([]Kind, len(kinds))
 	for i, k := range kinds {
-		k.RequiredAdapters = slices.Clone(k.RequiredAdapters)
-		k.OptionalAdapters = slices.Clone(k.OptionalAdapters)
-		k.SearchDisallowedFields = slices.Clone(k.SearchDisallowedFields)
-		k.References = slices.Clone(k.References)
-		k.Conditions = slices.Clone(k.Conditions)
-		if !kindPattern.MatchString(k.Kind) {
-			return nil, fail(k.Line, "use an UpperCamelCase name of letters and digits, e.g. MachinePool", "kind %q is not a valid kind name", k.Kind)
-		}
-		if _, dup := t.byKind[k.Kind]; dup {
-			return nil, fail(k.Line, "declare each kind once", "kind %s is declared twice", k.Kind)
-		}
-		if k.Plural == "" {
-			return nil, fail(k.Line, "set plural, the path segment of the kind's routes (e.g. "+strings.ToLower(k.Kind)+"s)", "kind %s has no plural", k.Kind)
-		}
-		if !pluralPattern.MatchString(k.Plural) {
-			return nil, fail(k.Line, "use lowercase letters, digits and dashes, starting with a letter", "plural %q of kind %s is not a valid path segment", k.Plural, k.Kind)
-		}
-		if slices.Contains(ReservedPlurals, k.Plural) {
-			return nil, fail(k.Line, "choose another plural", "plural %q of kind %s would shadow the API's own /%s route", k.Plural, k.Kind, k.Plural)
-		}
-		if j, dup := t.byPlural[k.Plural]; dup {
-			return nil, fail(k.Line, "give each kind its own plural", "plural %q of kind %s is already the plural of kind %s", k.Plural, k.Kind, list[j].Kind)
-		}
-		if k.ParentKind == "" && k.OnParentDelete != "" {
-			return nil, fail(k.Line, "remove on_parent_delete or set parent_kind", "kind %s has on_parent_delete but no parent_kind", k.Kind)
-		}
-		if k.ParentKind != "" {
-			switch k.OnParentDelete {
-			case "":
-				k.OnParentDelete = OnParentDeleteCascade
-			case OnParentDeleteCascade, OnParentDeleteRestrict:
-			default:
-				return nil, fail(k.Line, "use cascade or restrict", "on_parent_delete %q of kind %s is not a policy", k.OnParentDelete, k.Kind)
-			}
-		}
-		if k.NameMinLen == 0 {
-			k.NameMinLen = DefaultNameMinLen
-		}
-		if k.NameMaxLen == 0 {
-			k.NameMaxLen = max(DefaultNameMaxLen, k.NameMinLen)
-		}
-		if k.NameMinLen < 1 || k.NameMaxLen > nameLimit || k.NameMinLen > k.NameMaxLen {
-			return nil, fail(k.Line, fmt.Sprintf("use 1 <= name_min_len <= name_max_len <= %d", nameLimit),
-				"name limits %d-%d of kind %s are out of range", k.NameMinLen, k.NameMaxLen, k.Kind)
-		}
-		if k.SpecSchemaName == "" {
-			k.SpecSchemaName = k.Kind + "Spec"
-		}
-		if err := checkAdapterLists(k); err != nil {
-			return nil, fail(k.Line, err.fix, "%s", err.msg)
-		}
-		for _, f := range k.SearchDisallowedFields {
-			if !searchableRoot(f) {
-				return nil, fail(k.Line, "name a search field or the start of one: "+strings.Join(searchRoots, ", ")+" (e.g. spec, labels.owner)",
-					"search_disallowed_fields of kind %s names %q, which is not a search field", k.Kind, f)
-			}
-		}
-		types := map[string]bool{}
-		for _, c := range k.Conditions {
-			if c.Type == "" || c.Expression == "" {
-				return nil, fail(lineOr(c.Line, k.Line), "give every condition a type and an expression", "a condition of kind %s lacks type or expression", k.Kind)
-			}
-			if types[c.Type] || isFixedCondition(c.Type) {
-				return nil, fail(lineOr(c.Line, k.Line), "choose a condition type of your own", "condition %s of kind %s is declared twice or is one the API computes", c.Type, k.Kind)
-			}
-			types[c.Type] = true
+		k, err := t.checkKind(k, list, fail)
+		if err != nil {
+			return nil, err
 		}
 		t.byKind[k.Kind] = i
 		t.byPlural[k.Plural] = i
 		list[i] = k
 	}
-	for _, k := range list {
-		if k.ParentKind != "" {
-			if _, ok := t.byKind[k.ParentKind]; !ok {
-				return nil, fail(k.Line, "declare the parent kind or remove parent_kind", "parent_kind %s of kind %s is not declared", k.ParentKind, k.Kind)
-			}
-		}
-		refTypes := map[string]bool{}
-		for _, r := range k.References {
-			line := lineOr(r.Line, k.Line)
-			if r.RefType == "" {
-				return nil, fail(line, "name the link, e.g. ref_type: channel", "a reference of kind %s has no ref_type", k.Kind)
-			}
-			if refTypes[r.RefType] {
-				return nil, fail(line, "declare each ref_type once", "reference %s of kind %s is declared twice", r.RefType, k.Kind)
-			}
-			refTypes[r.RefType] = true
-			if _, ok := t.byKind[r.TargetKind]; !ok {
-				return nil, fail(line, "declare the target kind or correct target_kind", "reference %s of kind %s targets kind %q, which is not declared", r.RefType, k.Kind, r.TargetKind)
-			}
-			if r.Min < 0 || r.Max < 0 || r.Max > 0 && r.Min > r.Max {
-				return nil, fail(line, "use 0 <= min <= max (max 0 means no limit)", "reference %s of kind %s has min %d and max %d", r.RefType, k.Kind, r.Min, r.Max)
-			}
-		}
+	if err := t.checkLinks(list, fail); err != nil {
+		return nil, err
 	}
-	// Cycles: follow each kind's parents; a chain longer than the table
-	// came back to where it started.
-	for _, k := range list {
-		chain := []string{k.Kind}
-		for p := k.ParentKind; p != ""; p = list[t.byKind[p]].ParentKind {
-			chain = append(chain, p)
-			if p == k.Kind {
-				return nil, fail(k.Line, "a kind cannot be its own ancestor; remove one parent_kind", "parent kinds form a cycle: %s", strings.Join(chain, " -> "))
-			}
-			if len(chain) > len(list) {
-				break
-			}
-		}
+	if err := checkCycles(t, list, fail); err != nil {
+		return nil, err
 	}
 	t.ordered = orderParentsFirst(list)
 	for i, k := range t.ordered {
@@ -268,6 +173,143 @@ func NewKinds(file string, kinds []Kind) (*Kinds, error) {
 		t.byPlural[k.Plural] = i
 	}
 	return t, nil
+}
+
+// failFunc builds a KindError for a line of the kinds file.
+type failFunc func(line int, fix, format string, args ...any) error
+
+// checkKind validates one kind against those before it (list, indexed by
+// t) and fills its defaults; it returns a copy the caller cannot alias.
+func (t *Kinds) checkKind(k Kind, list []Kind, fail failFunc) (Kind, error) {
+	k.RequiredAdapters = slices.Clone(k.RequiredAdapters)
+	k.OptionalAdapters = slices.Clone(k.OptionalAdapters)
+	k.SearchDisallowedFields = slices.Clone(k.SearchDisallowedFields)
+	k.References = slices.Clone(k.References)
+	k.Conditions = slices.Clone(k.Conditions)
+	if !kindPattern.MatchString(k.Kind) {
+		return k, fail(k.Line, "use an UpperCamelCase name of letters and digits, e.g. MachinePool", "kind %q is not a valid kind name", k.Kind)
+	}
+	if _, dup := t.byKind[k.Kind]; dup {
+		return k, fail(k.Line, "declare each kind once", "kind %s is declared twice", k.Kind)
+	}
+	if err := t.checkPlural(k, list, fail); err != nil {
+		return k, err
+	}
+	if k.ParentKind == "" && k.OnParentDelete != "" {
+		return k, fail(k.Line, "remove on_parent_delete or set parent_kind", "kind %s has on_parent_delete but no parent_kind", k.Kind)
+	}
+	if k.ParentKind != "" {
+		switch k.OnParentDelete {
+		case "":
+			k.OnParentDelete = OnParentDeleteCascade
+		case OnParentDeleteCascade, OnParentDeleteRestrict:
+		default:
+			return k, fail(k.Line, "use cascade or restrict", "on_parent_delete %q of kind %s is not a policy", k.OnParentDelete, k.Kind)
+		}
+	}
+	if k.NameMinLen == 0 {
+		k.NameMinLen = DefaultNameMinLen
+	}
+	if k.NameMaxLen == 0 {
+		k.NameMaxLen = max(DefaultNameMaxLen, k.NameMinLen)
+	}
+	if k.NameMinLen < 1 || k.NameMaxLen > nameLimit || k.NameMinLen > k.NameMaxLen {
+		return k, fail(k.Line, fmt.Sprintf("use 1 <= name_min_len <= name_max_len <= %d", nameLimit),
+			"name limits %d-%d of kind %s are out of range", k.NameMinLen, k.NameMaxLen, k.Kind)
+	}
+	if k.SpecSchemaName == "" {
+		k.SpecSchemaName = k.Kind + "Spec"
+	}
+	if err := checkAdapterLists(k); err != nil {
+		return k, fail(k.Line, err.fix, "%s", err.msg)
+	}
+	for _, f := range k.SearchDisallowedFields {
+		if !searchableRoot(f) {
+			return k, fail(k.Line, "name a search field or the start of one: "+strings.Join(searchRoots, ", ")+" (e.g. spec, labels.owner)",
+				"search_disallowed_fields of kind %s names %q, which is not a search field", k.Kind, f)
+		}
+	}
+	return k, checkConditions(k, fail)
+}
+
+// checkPlural refuses a missing, malformed, reserved or repeated plural.
+func (t *Kinds) checkPlural(k Kind, list []Kind, fail failFunc) error {
+	switch {
+	case k.Plural == "":
+		return fail(k.Line, "set plural, the path segment of the kind's routes (e.g. "+strings.ToLower(k.Kind)+"s)", "kind %s has no plural", k.Kind)
+	case !pluralPattern.MatchString(k.Plural):
+		return fail(k.Line, "use lowercase letters, digits and dashes, starting with a letter", "plural %q of kind %s is not a valid path segment", k.Plural, k.Kind)
+	case slices.Contains(ReservedPlurals, k.Plural):
+		return fail(k.Line, "choose another plural", "plural %q of kind %s would shadow the API's own /%s route", k.Plural, k.Kind, k.Plural)
+	}
+	if j, dup := t.byPlural[k.Plural]; dup {
+		return fail(k.Line, "give each kind its own plural", "plural %q of kind %s is already the plural of kind %s", k.Plural, k.Kind, list[j].Kind)
+	}
+	return nil
+}
+
+// checkConditions refuses a kind's condition rules without a type or an
+// expression, repeated, or naming a condition the API computes.
+func checkConditions(k Kind, fail failFunc) error {
+	types := map[string]bool{}
+	for _, c := range k.Conditions {
+		if c.Type == "" || c.Expression == "" {
+			return fail(lineOr(c.Line, k.Line), "give every condition a type and an expression", "a condition of kind %s lacks type or expression", k.Kind)
+		}
+		if types[c.Type] || isFixedCondition(c.Type) {
+			return fail(lineOr(c.Line, k.Line), "choose a condition type of your own", "condition %s of kind %s is declared twice or is one the API computes", c.Type, k.Kind)
+		}
+		types[c.Type] = true
+	}
+	return nil
+}
+
+// checkLinks refuses a parent kind or a reference target that is not
+// declared, and malformed references.
+func (t *Kinds) checkLinks(list []Kind, fail failFunc) error {
+	for _, k := range list {
+		if k.ParentKind != "" {
+			if _, ok := t.byKind[k.ParentKind]; !ok {
+				return fail(k.Line, "declare the parent kind or remove parent_kind", "parent_kind %s of kind %s is not declared", k.ParentKind, k.Kind)
+			}
+		}
+		refTypes := map[string]bool{}
+		for _, r := range k.References {
+			line := lineOr(r.Line, k.Line)
+			if r.RefType == "" {
+				return fail(line, "name the link, e.g. ref_type: channel", "a reference of kind %s has no ref_type", k.Kind)
+			}
+			if refTypes[r.RefType] {
+				return fail(line, "declare each ref_type once", "reference %s of kind %s is declared twice", r.RefType, k.Kind)
+			}
+			refTypes[r.RefType] = true
+			if _, ok := t.byKind[r.TargetKind]; !ok {
+				return fail(line, "declare the target kind or correct target_kind", "reference %s of kind %s targets kind %q, which is not declared", r.RefType, k.Kind, r.TargetKind)
+			}
+			if r.Min < 0 || r.Max < 0 || r.Max > 0 && r.Min > r.Max {
+				return fail(line, "use 0 <= min <= max (max 0 means no limit)", "reference %s of kind %s has min %d and max %d", r.RefType, k.Kind, r.Min, r.Max)
+			}
+		}
+	}
+	return nil
+}
+
+// checkCycles follows each kind's parents; a chain longer than the table
+// came back to where it started.
+func checkCycles(t *Kinds, list []Kind, fail failFunc) error {
+	for _, k := range list {
+		chain := []string{k.Kind}
+		for p := k.ParentKind; p != ""; p = list[t.byKind[p]].ParentKind {
+			chain = append(chain, p)
+			if p == k.Kind {
+				return fail(k.Line, "a kind cannot be its own ancestor; remove one parent_kind", "parent kinds form a cycle: %s", strings.Join(chain, " -> "))
+			}
+			if len(chain) > len(list) {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // listError is a problem in a kind's adapter lists.

@@ -38,30 +38,50 @@ func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 	if e.task.Post == nil {
 		return res, nil
 	}
-	celVars := st.celVars(e.name, e.version)
-	extra := map[string]any{}
-	var firstErr error
-	fail := func(err error) {
-		tr.Outcome = phase.Failed
-		if firstErr == nil {
-			firstErr = err
-		}
+	pr := &postRun{st: st, res: res, celVars: st.celVars(e.name, e.version), extra: map[string]any{}}
+	e.postPayloads(ctx, pr)
+	e.postActions(ctx, pr)
+	if pr.firstErr != nil {
+		return res, fmt.Errorf("%w: %w", ErrPost, pr.firstErr)
 	}
+	return res, nil
+}
+
+// postRun is what the post phase's payloads hand to its actions.
+type postRun struct {
+	st       *State
+	res      *PostResult
+	celVars  map[string]any
+	extra    map[string]any // built payloads, by name, for the actions' templates
+	firstErr error
+}
+
+// fail marks the phase failed; the first error is the one reported.
+func (pr *postRun) fail(err error) {
+	pr.st.Trace.Post.Outcome = phase.Failed
+	if pr.firstErr == nil {
+		pr.firstErr = err
+	}
+}
+
+// postPayloads builds each payload whose when holds.
+func (e *Engine) postPayloads(ctx context.Context, pr *postRun) {
+	tr := &pr.st.Trace.Post
 	for i := range e.task.Post.Payloads {
 		pl := &e.task.Post.Payloads[i]
 		step := PayloadStep{Name: pl.Name}
-		if st.Gone {
+		if pr.st.Gone {
 			// Nothing will be reported, and the captures a payload reads
 			// were never taken.
 			tr.Payloads = append(tr.Payloads, step)
 			continue
 		}
 		if pl.When != nil {
-			ok, err := e.evalBool(ctx, pl.When.Expression, celVars)
+			ok, err := e.evalBool(ctx, pl.When.Expression, pr.celVars)
 			if err != nil {
 				step.Error = "when: " + err.Error()
 				tr.Payloads = append(tr.Payloads, step)
-				fail(fmt.Errorf("payload %s: %s", pl.Name, step.Error))
+				pr.fail(fmt.Errorf("payload %s: %s", pl.Name, step.Error))
 				continue
 			}
 			if !ok {
@@ -69,32 +89,37 @@ func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 				continue
 			}
 		}
-		built, err := e.buildPayload(ctx, st, pl, celVars, extra)
+		built, err := e.buildPayload(ctx, pr.st, pl, pr.celVars, pr.extra)
 		if err != nil {
 			step.Error = err.Error()
 			tr.Payloads = append(tr.Payloads, step)
-			fail(fmt.Errorf("payload %s: %w", pl.Name, err))
+			pr.fail(fmt.Errorf("payload %s: %w", pl.Name, err))
 			continue
 		}
 		step.Built, step.Payload = true, built
-		res.Payloads[pl.Name] = built
-		extra[pl.Name] = template.JSON{V: built}
+		pr.res.Payloads[pl.Name] = built
+		pr.extra[pl.Name] = template.JSON{V: built}
 		tr.Payloads = append(tr.Payloads, step)
 	}
+}
+
+// postActions runs each post action whose when holds.
+func (e *Engine) postActions(ctx context.Context, pr *postRun) {
+	tr := &pr.st.Trace.Post
 	for i := range e.task.Post.PostActions {
 		pa := &e.task.Post.PostActions[i]
 		step := ActionStep{Name: pa.Name}
 		switch {
-		case st.Gone:
+		case pr.st.Gone:
 			step.Outcome, step.Message = ActionSkipped, "the resource no longer exists"
 			tr.Actions = append(tr.Actions, step)
 			continue
 		case pa.When != nil:
-			ok, err := e.evalBool(ctx, pa.When.Expression, celVars)
+			ok, err := e.evalBool(ctx, pa.When.Expression, pr.celVars)
 			if err != nil {
 				step.Outcome, step.Message = ActionFailed, "when: "+err.Error()
 				tr.Actions = append(tr.Actions, step)
-				fail(fmt.Errorf("post action %s: %s", pa.Name, step.Message))
+				pr.fail(fmt.Errorf("post action %s: %s", pa.Name, step.Message))
 				continue
 			}
 			if !ok {
@@ -103,7 +128,7 @@ func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 				continue
 			}
 		}
-		_, call, err := e.callAPI(ctx, st, pa.APICall, extra)
+		_, call, err := e.callAPI(ctx, pr.st, pa.APICall, pr.extra)
 		step.Call = call
 		if errors.Is(err, errGone) {
 			err = nil // a GET post action on a removed resource: nothing to do
@@ -113,19 +138,15 @@ func (e *Engine) post(ctx context.Context, st *State) (*PostResult, error) {
 			step.Outcome, step.Message = ActionFailed, err.Error()
 			tr.Actions = append(tr.Actions, step)
 			if !errors.Is(err, errNotSent) && (call.StatusCode == 0 || call.StatusCode >= 500 || call.StatusCode == http.StatusTooManyRequests) {
-				res.Retryable = true
+				pr.res.Retryable = true
 			}
-			fail(fmt.Errorf("post action %s: %w", pa.Name, err))
+			pr.fail(fmt.Errorf("post action %s: %w", pa.Name, err))
 			continue
 		}
 		step.Outcome = ActionExecuted
-		res.Reported = true
+		pr.res.Reported = true
 		tr.Actions = append(tr.Actions, step)
 	}
-	if firstErr != nil {
-		return res, fmt.Errorf("%w: %w", ErrPost, firstErr)
-	}
-	return res, nil
 }
 
 func (e *Engine) buildPayload(ctx context.Context, st *State, pl *taskconfig.Payload, celVars, extra map[string]any) (map[string]any, error) {

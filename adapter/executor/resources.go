@@ -135,30 +135,9 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 	if err != nil {
 		return fail(OpError, err)
 	}
-	var applied transport.Object
-	switch {
-	case live == nil:
-		if c := r.Lifecycle; c != nil && c.Create != nil {
-			ok, err := e.evalBool(ctx, c.Create.When.Expression, st.celVars(e.name, e.version))
-			if err != nil {
-				return fail(OpError, fmt.Errorf("lifecycle.create.when: %w", err))
-			}
-			if !ok {
-				step.Operation, step.Message = OpCreateGated, "lifecycle.create.when is false: not created"
-				return step, false
-			}
-		}
-		step.Operation = OpCreate
-		applied, err = t.Create(ctx, target, manifest)
-	case transport.Annotation(live, taskconfig.GenerationAnnotation) == transport.Annotation(manifest, taskconfig.GenerationAnnotation) &&
-		transport.SameStamp(live, manifest):
-		step.Operation, applied = OpSkip, live
-	case r.RecreateOnChange:
-		step.Operation = OpRecreate
-		applied, err = e.recreate(ctx, t, target, ref, manifest)
-	default:
-		step.Operation = OpUpdate
-		applied, err = t.Update(ctx, target, manifest)
+	applied, gated, err := e.apply(ctx, st, t, target, r, live, manifest, &step)
+	if gated {
+		return step, false
 	}
 	if err != nil {
 		return fail(step.Operation, err)
@@ -177,6 +156,39 @@ func (e *Engine) resource(ctx context.Context, st *State, r *taskconfig.Resource
 	e.setDiscovered(st, r, found)
 	step.Discovered = true
 	return step, false
+}
+
+// apply creates, updates, recreates or skips the object by what is live,
+// recording the operation in step; gated says lifecycle.create.when kept
+// it from being created.
+func (e *Engine) apply(ctx context.Context, st *State, t transport.Transport, target string, r *taskconfig.Resource,
+	live, manifest transport.Object, step *ResourceStep) (applied transport.Object, gated bool, err error) {
+	switch {
+	case live == nil:
+		if c := r.Lifecycle; c != nil && c.Create != nil {
+			ok, err := e.evalBool(ctx, c.Create.When.Expression, st.celVars(e.name, e.version))
+			if err != nil {
+				step.Operation = OpError
+				return nil, false, fmt.Errorf("lifecycle.create.when: %w", err)
+			}
+			if !ok {
+				step.Operation, step.Message = OpCreateGated, "lifecycle.create.when is false: not created"
+				return nil, true, nil
+			}
+		}
+		step.Operation = OpCreate
+		applied, err = t.Create(ctx, target, manifest)
+	case transport.Annotation(live, taskconfig.GenerationAnnotation) == transport.Annotation(manifest, taskconfig.GenerationAnnotation) &&
+		transport.SameStamp(live, manifest):
+		step.Operation, applied = OpSkip, live
+	case r.RecreateOnChange:
+		step.Operation = OpRecreate
+		applied, err = e.recreate(ctx, t, target, transport.RefOf(manifest), manifest)
+	default:
+		step.Operation = OpUpdate
+		applied, err = t.Update(ctx, target, manifest)
+	}
+	return applied, false, err
 }
 
 // notDiscovered says what the resource's discovery looked for after an
