@@ -1,0 +1,226 @@
+package executor
+
+// The engine as a whole: state round trips, operators, events, metrics, concurrency, watches.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
+	"github.com/hyperfleet/hyperfleet/adapter/metrics"
+	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
+	"github.com/hyperfleet/hyperfleet/phase"
+)
+
+func TestStateJSONRoundTripKeepsIntegers(t *testing.T) {
+	st := NewState(map[string]any{"id": "x", "generation": int64(5)})
+	st.Vars["gen"] = int64(7)
+	st.Vars["ratio"] = 1.5
+	st.Resources["r"] = map[string]any{"metadata": map[string]any{"generation": int64(2)}}
+	raw, _ := json.Marshal(st)
+	var back State
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Vars["gen"] != int64(7) || back.Vars["ratio"] != 1.5 || back.Event["generation"] != int64(5) ||
+		back.Resources["r"].(map[string]any)["metadata"].(map[string]any)["generation"] != int64(2) {
+		t.Errorf("round trip: %#v %#v", back.Vars, back.Event)
+	}
+}
+
+func TestCheckOperators(t *testing.T) {
+	tests := []struct {
+		op     string
+		actual any
+		found  bool
+		value  any
+		want   bool
+	}{
+		{"equals", "True", true, "True", true},
+		{"equals", int64(3), true, 3.0, true},
+		{"equals", "77", true, int64(77), true},
+		{"equals", "007", true, "7", false},
+		{"equals", nil, false, "x", false},
+		{"notEquals", "a", true, "b", true},
+		{"notEquals", nil, false, "b", true},
+		{"in", "us-east-1", true, []any{"us-east-1", "eu"}, true},
+		{"in", "x", true, []any{"a"}, false},
+		{"notIn", "x", true, []any{"a"}, true},
+		{"notIn", "a", true, []any{"a"}, false},
+		{"contains", "production-eu", true, "prod", true},
+		{"contains", []any{"a", "b"}, true, "b", true},
+		{"contains", map[string]any{"k": 1}, true, "k", true},
+		{"contains", "dev", true, "prod", false},
+		{"greaterThan", int64(5), true, int64(3), true},
+		{"greaterThan", "5", true, 5, false},
+		{"greaterThan", nil, false, 1, false},
+		{"lessThan", 2.5, true, 3, true},
+		{"greaterThanOrEqual", int64(3), true, 3, true},
+		{"lessThanOrEqual", int64(4), true, 3, false},
+		{"exists", "", true, nil, true},
+		{"exists", nil, true, nil, false},
+		{"exists", nil, false, nil, false},
+		{"notExists", nil, false, nil, true},
+		{"notExists", "x", true, nil, false},
+	}
+	for _, tc := range tests {
+		got, err := Check(tc.op, tc.actual, tc.found, taskconfig.NormalizedCopy(tc.value))
+		if err != nil || got != tc.want {
+			t.Errorf("Check(%s, %v, %v) = %v, %v; want %v", tc.op, tc.actual, tc.value, got, err, tc.want)
+		}
+	}
+	if _, err := Check("in", "a", true, "a"); err == nil {
+		t.Error("in with a scalar value accepted")
+	}
+	if _, err := Check("greaterThan", 1, true, "big"); err == nil {
+		t.Error("greaterThan with a non-number accepted")
+	}
+	if _, err := Check("bogus", 1, true, 1); err == nil {
+		t.Error("unknown operator accepted")
+	}
+}
+
+func TestNormalizeEvent(t *testing.T) {
+	ce := map[string]any{"specversion": "1.0", "id": "ce-id", "type": "t", "data": map[string]any{"id": "abc", "generation": int64(5)}}
+	if got := NormalizeEvent(ce); got["id"] != "abc" {
+		t.Errorf("CloudEvent data not used: %v", got)
+	}
+	plain := map[string]any{"id": "abc", "data": map[string]any{"x": 1}}
+	if got := NormalizeEvent(plain); got["id"] != "abc" {
+		t.Errorf("plain event with a data field: %v", got)
+	}
+}
+
+func TestMetricsPerRun(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	h := newHarness(t, statusTask, func(o *Options) { o.Metrics = m })
+	client, _ := apiclient.New(apiclient.Config{AdapterName: "unit", BaseURL: h.api.srv.URL, Metrics: m})
+	h.engine.opts.API = client
+	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	if _, _, err := h.run(t, event); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{
+		`hyperfleet_adapter_runs_total{adapter_name="unit",outcome="success"}`:                                                                                 1,
+		`hyperfleet_adapter_resource_operations_total{adapter_name="unit",operation="create",outcome="ok",transport="kubernetes"}`:                             2,
+		`hyperfleet_adapter_api_requests_total{adapter_name="unit",api="hyperfleet",endpoint="/clusters/{clusterId}",method="GET",status_code="200"}`:          1,
+		`hyperfleet_adapter_api_requests_total{adapter_name="unit",api="hyperfleet",endpoint="/clusters/{clusterId}/statuses",method="PUT",status_code="201"}`: 1,
+	} {
+		if got := metricValue(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := metricValue(t, reg, `hyperfleet_adapter_phase_duration_seconds_count{adapter_name="unit",outcome="success",phase="resources"}`); got != 1 {
+		t.Errorf("resources phase observations = %v", got)
+	}
+}
+
+// metricValue reads one series from a registry in the exposition format.
+func metricValue(t *testing.T, reg *prometheus.Registry, series string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range families {
+		expfmt.MetricFamilyToText(&b, f)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			var v float64
+			fmt.Sscan(strings.TrimPrefix(line, series+" "), &v)
+			return v
+		}
+	}
+	return -1
+}
+
+// A worker runs one engine for many resources at once (concurrent
+// activities): runs must not share mutable state. Run under -race too
+// (make race).
+func TestConcurrentRunsOfOneEngine(t *testing.T) {
+	h := newHarness(t, statusTask)
+	const resources, runs = 8, 15
+	for i := range resources {
+		id := fmt.Sprintf("c%d", i)
+		h.api.objects["/clusters/"+id] = map[string]any{"id": id, "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, resources*runs)
+	for i := range resources {
+		id := fmt.Sprintf("c%d", i)
+		wg.Go(func() {
+			for range runs {
+				ev := map[string]any{"id": id, "kind": "Cluster", "href": "/api/hyperfleet/v1/clusters/" + id, "generation": int64(3)}
+				res, err := h.engine.Run(context.Background(), ev)
+				if err != nil || res.State.Meta.ExecutionStatus != phase.ExecutionSucceeded {
+					errs <- fmt.Errorf("%s: %v %+v", id, err, res.State.Meta.ExecutionError)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	h.api.mu.Lock()
+	defer h.api.mu.Unlock()
+	if len(h.api.puts) != resources*runs {
+		t.Fatalf("%d reports, want %d", len(h.api.puts), resources*runs)
+	}
+	for _, p := range h.api.puts {
+		data, _ := p["data"].(map[string]any)
+		if data["missing"] != "fallback" || data["region"] != "eu-west-1" || data["tier"] != "eu" {
+			t.Errorf("report data = %v", data)
+			break
+		}
+	}
+}
+
+// BenchmarkRun is one full run (params, a precondition GET, two resources
+// on the in-memory transport, the status PUT) against a loopback API.
+func BenchmarkRun(b *testing.B) {
+	h := newHarness(b, statusTask)
+	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.engine.Run(context.Background(), event); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// watchingTransport is a transport that says it watches what it applies.
+type watchingTransport struct{ *memory.Transport }
+
+func (watchingTransport) Watches() bool { return true }
+
+// The workflow backs off longer only for an adapter whose every resource
+// goes through a transport that watches: nothing else would wake it.
+func TestWatchesResources(t *testing.T) {
+	if newHarness(t, statusTask).engine.WatchesResources() {
+		t.Error("a transport that does not watch: WatchesResources = true")
+	}
+	watching := func(o *Options) {
+		o.Transports = map[string]transport.Transport{"kubernetes": watchingTransport{memory.New(nil)}}
+	}
+	if !newHarness(t, statusTask, watching).engine.WatchesResources() {
+		t.Error("every resource's transport watches: WatchesResources = false")
+	}
+	noResources := "params:\n  - name: clusterId\n    source: event.id\n    required: true\n"
+	if newHarness(t, noResources, watching).engine.WatchesResources() {
+		t.Error("no resources: WatchesResources = true")
+	}
+}
