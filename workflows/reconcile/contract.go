@@ -313,7 +313,7 @@ type RunResult struct {
 	Summary Summary       `json:"summary"`
 	Phases  []PhaseReport `json:"phases"`
 	// Resources lists what the resources phase did to each one, e.g.
-	// "testJob=create".
+	// "testJob=CREATE".
 	Resources []string `json:"resources,omitempty"`
 	// Seen maps each object the run discovered ("Job ns/name") to its
 	// digest (transport.Digest): the state the adapter reported on.
