@@ -94,26 +94,25 @@ func newHarness(t *testing.T) *harness {
 }
 
 // runActivity is the mocked adapter run: it records the call and answers
-// with run's summary (success by default), seen and watched.
+// with run's summary (success by default), seen, watched and recheck. The
+// whole body holds the lock: parallel adapters' runs call the tests'
+// callbacks concurrently, and those keep state of their own.
 func (h *harness) runActivity(ctx context.Context, in RunInput) (RunResult, error) {
 	adapter := strings.TrimPrefix(activity.GetInfo(ctx).TaskQueue, AdapterTaskQueue(""))
+	now := h.env.Now()
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.calls = append(h.calls, call{adapter: adapter, generation: in.Event.Generation})
-	run := h.run
-	h.mu.Unlock()
 	summary := Summary{ExecutionStatus: "success"}
-	if run != nil {
+	if h.run != nil {
 		var err error
-		if summary, err = run(adapter, in.Event.Generation); err != nil {
+		if summary, err = h.run(adapter, in.Event.Generation); err != nil {
 			return RunResult{}, err
 		}
 	}
-	h.mu.Lock()
-	seen, watched, recheck := h.seen[adapter], h.watched[adapter], h.recheck
-	h.mu.Unlock()
-	res := RunResult{Summary: summary, Seen: seen, Watched: watched}
-	if recheck != nil {
-		res.RecheckAt = recheck(adapter, h.env.Now())
+	res := RunResult{Summary: summary, Seen: h.seen[adapter], Watched: h.watched[adapter]}
+	if h.recheck != nil {
+		res.RecheckAt = h.recheck(adapter, now)
 	}
 	return res, nil
 }
