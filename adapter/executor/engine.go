@@ -138,13 +138,6 @@ func (e *Engine) Name() string { return e.name }
 // without resources (a validation adapter) only records the phase's outcome.
 func (e *Engine) HasResources() bool { return len(e.task.Resources) > 0 }
 
-// WatchesResources reports whether the adapter applies resources and every
-// one of them is watched (Unwatched is ""): a change of readiness of
-// anything this adapter applies then wakes the workflow.
-func (e *Engine) WatchesResources() bool {
-	return len(e.task.Resources) > 0 && e.Unwatched() == ""
-}
-
 // Unwatched says why a change to what this adapter applies could go
 // unnoticed between rounds: the first resource whose transport does not
 // watch what it applies, or whose watch is not working now. "" when every

@@ -16,7 +16,6 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/adapter/metrics"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
-	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
 	"github.com/hyperfleet/hyperfleet/phase"
 )
@@ -206,21 +205,3 @@ func BenchmarkRun(b *testing.B) {
 type watchingTransport struct{ *memory.Transport }
 
 func (watchingTransport) Watches() bool { return true }
-
-// The workflow backs off longer only for an adapter whose every resource
-// goes through a transport that watches: nothing else would wake it.
-func TestWatchesResources(t *testing.T) {
-	if newHarness(t, statusTask).engine.WatchesResources() {
-		t.Error("a transport that does not watch: WatchesResources = true")
-	}
-	watching := func(o *Options) {
-		o.Transports = map[string]transport.Transport{"kubernetes": watchingTransport{memory.New(nil)}}
-	}
-	if !newHarness(t, statusTask, watching).engine.WatchesResources() {
-		t.Error("every resource's transport watches: WatchesResources = false")
-	}
-	noResources := "params:\n  - name: clusterId\n    source: event.id\n    required: true\n"
-	if newHarness(t, noResources, watching).engine.WatchesResources() {
-		t.Error("no resources: WatchesResources = true")
-	}
-}

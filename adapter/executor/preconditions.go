@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hyperfleet/hyperfleet/adapter/expr"
 	"github.com/hyperfleet/hyperfleet/adapter/fieldpath"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/phase"
@@ -80,11 +81,15 @@ func (e *Engine) precondition(ctx context.Context, st *State, pc *taskconfig.Pre
 	}
 	if met && pc.Expression != "" {
 		vars := st.celVars(e.name, e.version)
-		v, err := e.evalCEL(ctx, pc.Expression, vars)
+		prog, err := e.cel.Compile(pc.Expression, e.declared)
 		if err != nil {
 			return fail(err)
 		}
-		e.noteRecheck(ctx, st, pc.Expression, vars)
+		v, err := prog.Eval(ctx, vars)
+		if err != nil {
+			return fail(err)
+		}
+		e.noteRecheck(ctx, st, prog, vars)
 		step.Expression = &ExprEval{Expression: strings.TrimSpace(pc.Expression), Result: v}
 		b, ok := v.(bool)
 		if !ok {
@@ -104,12 +109,8 @@ func (e *Engine) precondition(ctx context.Context, st *State, pc *taskconfig.Pre
 // noteRecheck records when the expression's answer changes with time
 // alone (a stableFor that turns true), so the round is repeated then and
 // not at the next safety-net round.
-func (e *Engine) noteRecheck(ctx context.Context, st *State, src string, vars map[string]any) {
-	p, err := e.cel.Compile(src, e.declared)
-	if err != nil {
-		return
-	}
-	if at, ok := p.NextChange(ctx, vars, e.opts.Now(), RecheckHorizon); ok {
+func (e *Engine) noteRecheck(ctx context.Context, st *State, prog *expr.Program, vars map[string]any) {
+	if at, ok := prog.NextChange(ctx, vars, e.opts.Now(), RecheckHorizon); ok {
 		st.recheck(at)
 	}
 }
