@@ -82,8 +82,13 @@ Without a Kubernetes cluster only the adapters that need none run
 (validation, nodepool-validation). With KUBECONFIG set, or --kubeconfig, the
 Kubernetes adapters run against that cluster too (landing-zone,
 validation-job, nodepool-config).`,
-		Args:    cobra.NoArgs,
-		PreRunE: bindEnvPreRun,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			return f.reconcile.validate()
+		},
 		RunE: withLogger(func(ctx context.Context, log zerolog.Logger) error {
 			f.maestroSet = f.maestro.overrides(fs)
 			return runDev(ctx, &f, log)

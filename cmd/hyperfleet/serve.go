@@ -147,9 +147,14 @@ With --kinds, every kind of the file is served with its required_adapters
 required adapters and never becomes Ready. Optional adapters
 (optional_adapters, HYPERFLEET_<KIND>_OPTIONAL_ADAPTERS) run and report
 without deciding readiness or removal.`,
-		Args:    cobra.NoArgs,
-		PreRunE: bindEnvPreRun,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runServe(cmd, &flags) },
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			return flags.reconcile.validate()
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, &flags) },
 	}
 	flags.api.add(cmd)
 	flags.temporal.add(cmd.Flags(), "")

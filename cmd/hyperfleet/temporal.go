@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -43,4 +44,38 @@ func (r *reconcileFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.sweep, "relay-sweep", time.Minute, "re-read the outbox this often as a safety net for rows another API replica left behind (negative disables)")
 	fs.Float64Var(&r.handoff, "relay-handoff-rate", 0, "most hand-offs a second from this API replica to Temporal (0: no limit); set it below what your Temporal runs, so a burst of creates waits in the outbox instead of overloading it")
 	fs.Float64Var(&r.resyncRate, "relay-resync-rate", 200, "signals per second when a changed adapter registration or reconcile setting is handed to every workflow at start-up")
+}
+
+// validate refuses settings that would otherwise be taken silently as a
+// default: a negative window or backoff is a typo, not a wish.
+func (r *reconcileFlags) validate() error {
+	// Env values arrive through the flags (bindEnv), so naming both covers
+	// either source.
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"stability-window", r.opts.StabilityWindow},
+		{"watched-stability-window", r.opts.WatchedStabilityWindow},
+		{"reconcile-backoff", r.opts.InitialBackoff},
+		{"reconcile-backoff-max", r.opts.MaxBackoff},
+		{"activity-heartbeat-timeout", r.opts.HeartbeatTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("--%s (%s) %s: must not be negative; give a positive duration such as 30m, or 0 for the default", d.flag, envName(d.flag), d.v)
+		}
+	}
+	if r.opts.InitialBackoff > 0 && r.opts.MaxBackoff > 0 && r.opts.InitialBackoff > r.opts.MaxBackoff {
+		return fmt.Errorf("--reconcile-backoff %s is longer than --reconcile-backoff-max %s: lower the first or raise the second", r.opts.InitialBackoff, r.opts.MaxBackoff)
+	}
+	if r.opts.StabilityJitter > 0.5 {
+		return fmt.Errorf("--stability-jitter %g: at most 0.5 (±50%% of the window); a negative value turns jitter off", r.opts.StabilityJitter)
+	}
+	if r.handoff < 0 {
+		return fmt.Errorf("--relay-handoff-rate %g: must not be negative; 0 means no limit", r.handoff)
+	}
+	if r.resyncRate < 0 {
+		return fmt.Errorf("--relay-resync-rate %g: must not be negative; 0 means the default, 200", r.resyncRate)
+	}
+	return nil
 }
