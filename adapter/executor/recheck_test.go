@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,29 @@ func TestUnwatched(t *testing.T) {
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: Unwatched() = %q, want one naming %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// BenchmarkTimeBasedPrecondition is the cost of working out when a
+// time-based precondition changes (the bisection over time) next to the
+// same run with a precondition that does not read the clock.
+func BenchmarkTimeBasedPrecondition(b *testing.B) {
+	plain := strings.Replace(timedTask, `stableFor(getCluster.status.conditions, "Reconciled", 300)`, `conditionStatus(getCluster.status.conditions, "Reconciled") == "True"`, 1)
+	for _, bc := range []struct{ name, task string }{{"clock", timedTask}, {"no-clock", plain}} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := newHarness(b, bc.task)
+			h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{
+				map[string]any{"type": "Reconciled", "status": "True", "last_transition_time": clock.Add(-100 * time.Second).Format(time.RFC3339)}}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := h.engine.Run(context.Background(), event)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if (bc.name == "clock") == res.State.RecheckAt.IsZero() {
+					b.Fatalf("RecheckAt = %v", res.State.RecheckAt)
+				}
+			}
+		})
 	}
 }
