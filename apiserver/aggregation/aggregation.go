@@ -352,3 +352,17 @@ func stamp(next resource.Condition, previous []resource.Condition, updated, now 
 func SortStatuses(statuses []resource.AdapterStatus) {
 	sort.Slice(statuses, func(i, j int) bool { return statuses[i].Adapter < statuses[j].Adapter })
 }
+
+// BecameReconciled reports whether an aggregation turned a resource
+// Reconciled: it was not (or had no condition yet), or it was at an older
+// generation. Its waiting children are told then, because what they wait
+// for (its spec, its adapters' reports) has just settled; re-reading the
+// same Reconciled generation tells nobody.
+func BecameReconciled(previous, next []resource.Condition) bool {
+	after, ok := resource.FindCondition(next, resource.ConditionReconciled)
+	if !ok || after.Status != resource.StatusTrue {
+		return false
+	}
+	before, ok := resource.FindCondition(previous, resource.ConditionReconciled)
+	return !ok || before.Status != resource.StatusTrue || before.ObservedGeneration < after.ObservedGeneration
+}

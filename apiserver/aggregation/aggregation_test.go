@@ -324,3 +324,32 @@ func TestRuleOutcomesBecomeConditions(t *testing.T) {
 		t.Fatalf("flipped rule %+v", c)
 	}
 }
+
+// Contract: a parent's children are told when it becomes Reconciled (first
+// time, again after it was not, or at a newer generation), not each time
+// a report re-reads the same Reconciled generation.
+func TestBecameReconciled(t *testing.T) {
+	rec := func(status string, gen int64) []resource.Condition {
+		return []resource.Condition{{Type: resource.ConditionReady, Status: status, ObservedGeneration: gen},
+			{Type: resource.ConditionReconciled, Status: status, ObservedGeneration: gen}}
+	}
+	tests := []struct {
+		name           string
+		previous, next []resource.Condition
+		want           bool
+	}{
+		{"first aggregation, Reconciled", nil, rec("True", 1), true},
+		{"first aggregation, not Reconciled", nil, rec("False", 1), false},
+		{"turns True", rec("False", 1), rec("True", 1), true},
+		{"recovers from Unknown", rec("Unknown", 2), rec("True", 2), true},
+		{"a newer generation takes effect", rec("True", 1), rec("True", 2), true},
+		{"the same generation again", rec("True", 2), rec("True", 2), false},
+		{"turns False", rec("True", 2), rec("False", 3), false},
+		{"no Reconciled condition", rec("True", 1), prevAvailable("True", 2, "R"), false},
+	}
+	for _, tc := range tests {
+		if got := BecameReconciled(tc.previous, tc.next); got != tc.want {
+			t.Errorf("%s: BecameReconciled = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

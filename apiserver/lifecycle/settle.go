@@ -24,6 +24,7 @@ func (s *Service) settle(ctx context.Context, tx store.Tx, r *resource.Resource,
 
 // settleWith is settle with the resource's statuses already in hand.
 func (s *Service) settleWith(ctx context.Context, tx store.Tx, r *resource.Resource, statuses []resource.AdapterStatus, now time.Time) error {
+	previous := r.Status.Conditions
 	removable, err := s.aggregate(ctx, tx, r, statuses, now)
 	if err != nil {
 		return err
@@ -31,7 +32,41 @@ func (s *Service) settleWith(ctx context.Context, tx store.Tx, r *resource.Resou
 	if removable {
 		return s.remove(ctx, tx, r, now, "all adapters finalized")
 	}
-	return tx.UpdateState(ctx, r)
+	if err := tx.UpdateState(ctx, r); err != nil {
+		return err
+	}
+	return s.tellChildren(ctx, tx, r, previous, now)
+}
+
+// tellChildren asks a round of every child of a resource that has just
+// become Reconciled and is itself waiting (not Reconciled, not being
+// deleted): a child's adapters often wait for the parent (a node pool
+// adapter checks its cluster's reports), and without the notice the child
+// would go on only at its next backoff. Reconciled children are left
+// alone: upstream-style adapters gate an extra run with a "Reconciled for
+// more than N minutes" precondition and report Available=False when they
+// skip, so a run of a Reconciled child would make it lapse. One outbox row
+// per child, in the same transaction as the condition, so the notice is
+// never lost.
+func (s *Service) tellChildren(ctx context.Context, tx store.Tx, r *resource.Resource, previous []resource.Condition, now time.Time) error {
+	if r.DeletedTime != nil || !s.kinds.HasChildren(r.Kind) || !aggregation.BecameReconciled(previous, r.Status.Conditions) {
+		return nil
+	}
+	children, err := tx.WaitingChildren(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		e := store.OutboxEntry{Kind: c.Kind, ResourceID: c.ID, ParentID: r.ID, Generation: c.Generation,
+			Reason: store.OutboxParentReconciled, CreatedTime: now, Tenant: c.Tenant}
+		if err := tx.AppendOutbox(ctx, e); err != nil {
+			return err
+		}
+	}
+	if len(children) > 0 {
+		s.logFor(r).Debug().Int("children", len(children)).Msg("became Reconciled: its waiting children go on")
+	}
+	return nil
 }
 
 // settleParent re-evaluates a deleting parent after one of its children

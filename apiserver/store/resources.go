@@ -388,6 +388,27 @@ func (t *gormTx) CountChildren(ctx context.Context, parentID string) (int, error
 	return int(n), nil
 }
 
+func (t *gormTx) WaitingChildren(ctx context.Context, parentID string) ([]ChildRef, error) {
+	var rows []resourceRow
+	err := t.db.WithContext(ctx).Select("kind", "id", "generation", "tenant", "conditions").
+		Where("parent_id = ? AND deleted_time IS NULL", parentID).Order("id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("children of %s: %w", parentID, err)
+	}
+	out := make([]ChildRef, 0, len(rows))
+	for i := range rows {
+		conds, err := decodeConditions(rows[i].Conditions)
+		if err != nil {
+			return nil, fmt.Errorf("conditions of %s %s: %w", rows[i].Kind, rows[i].ID, err)
+		}
+		if c, ok := resource.FindCondition(conds, resource.ConditionReconciled); ok && c.Status == resource.StatusTrue {
+			continue
+		}
+		out = append(out, ChildRef{Kind: rows[i].Kind, LiveRef: LiveRef{ID: rows[i].ID, ParentID: parentID, Generation: rows[i].Generation, Tenant: rows[i].Tenant}})
+	}
+	return out, nil
+}
+
 func (t *gormTx) RemoveResource(ctx context.Context, id string) error {
 	// Foreign keys cascade to node pools and all their statuses.
 	if err := t.db.WithContext(ctx).Where("id = ?", id).Delete(&resourceRow{}).Error; err != nil {

@@ -90,6 +90,12 @@ type LiveRef struct {
 	Tenant string
 }
 
+// ChildRef names a child resource as its outbox row needs it.
+type ChildRef struct {
+	Kind string
+	LiveRef
+}
+
 // Tx is what a transaction may do. Every method that changes a resource
 // expects the caller to hold its row lock (LockResource) first; locks are
 // taken parent before child so concurrent requests cannot deadlock.
@@ -112,6 +118,10 @@ type Tx interface {
 	// Children lists (and locks) the direct children of a resource.
 	Children(ctx context.Context, parentID string) ([]resource.Resource, error)
 	CountChildren(ctx context.Context, parentID string) (int, error)
+	// WaitingChildren lists the direct children of a resource that are
+	// neither being deleted nor Reconciled, without locking them: enough
+	// to tell their workflows.
+	WaitingChildren(ctx context.Context, parentID string) ([]ChildRef, error)
 	Statuses(ctx context.Context, resourceID string) ([]resource.AdapterStatus, error)
 	PutStatus(ctx context.Context, resourceID string, st resource.AdapterStatus) error
 	// SetReferences replaces the links of a resource (stored with it by
@@ -161,6 +171,10 @@ const (
 	OutboxUpdated  = "updated"
 	OutboxDeleting = "deleting"
 	OutboxRemoved  = "removed"
+	// OutboxParentReconciled: the resource's parent became Reconciled (a
+	// new generation of it took effect, or it recovered); the child's
+	// preconditions and templates may read the parent, so it runs again.
+	OutboxParentReconciled = "parent-reconciled"
 )
 
 // OutboxEntry asks for a reconcile of one resource at one generation. It is

@@ -56,3 +56,60 @@ func TestOutboxRowsForEveryBump(t *testing.T) {
 		}
 	})
 }
+
+// Contract: when a cluster becomes Reconciled (the first time, again after
+// it was not, or at a newer generation), each of its node pools that is
+// waiting (neither Reconciled nor being deleted) gets a "parent-reconciled"
+// outbox row at its own generation, in the same transaction. Reconciled
+// node pools are left alone, and a report that leaves the cluster
+// Reconciled at the same generation writes none.
+func TestClusterBecomingReconciledTellsItsWaitingNodePools(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.createCluster("parent")
+		waiting := e.createNodePool(c.ID, "waiting")
+		done := e.createNodePool(c.ID, "done")
+		going := e.createNodePool(c.ID, "going")
+		e.report(done, report("np-configmap", 1, "True")).expect(201)
+		e.do("DELETE", going.Href, nil).expect(202)
+		pending := func() string {
+			t.Helper()
+			entries, err := e.app.Store.PendingOutbox(ctx, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			ids := make([]int64, 0, len(entries))
+			for _, en := range entries {
+				who := map[string]string{c.ID: "cluster", waiting.ID: "waiting", done.ID: "done", going.ID: "going"}[en.ResourceID]
+				got = append(got, fmt.Sprintf("%s:%d:%s", who, en.Generation, en.Reason))
+				ids = append(ids, en.ID)
+			}
+			if err := e.app.Store.AckOutbox(ctx, ids...); err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(got, " ")
+		}
+		pending()
+
+		e.report(c, report("validation", 1, "True")).expect(201)
+		if got := pending(); got != "" {
+			t.Errorf("one adapter of two: outbox %q, want nothing", got)
+		}
+		e.report(c, report("landing-zone", 1, "True")).expect(201)
+		if got := pending(); got != "waiting:1:parent-reconciled" {
+			t.Errorf("cluster Reconciled: outbox %q, want only the waiting node pool told, at its generation", got)
+		}
+		e.report(c, report("landing-zone", 1, "True")).expect(201)
+		if got := pending(); got != "" {
+			t.Errorf("same generation reported again: outbox %q, want nothing", got)
+		}
+
+		e.do("PATCH", c.Href, `{"spec":{"v":2}}`).expect(200)
+		e.report(c, report("validation", 2, "True")).expect(201)
+		e.report(c, report("landing-zone", 2, "True")).expect(201)
+		if got := pending(); got != "cluster:2:updated waiting:1:parent-reconciled" {
+			t.Errorf("generation 2 took effect: outbox %q, want the update, then the waiting node pool told", got)
+		}
+	})
+}

@@ -265,6 +265,12 @@ const (
 	// ReasonObjectChanged: an object an adapter manages changed status, was
 	// modified or was deleted behind its back.
 	ReasonObjectChanged Reason = "object-changed"
+	// ReasonParentReconciled: the resource's parent became Reconciled (a
+	// new generation of it took effect, or it recovered). A child that is
+	// not Reconciled runs its adapters not done at once: they may have
+	// been waiting for the parent. The API writes it to the outbox, with
+	// the child's generation, only for such children.
+	ReasonParentReconciled Reason = "parent-reconciled"
 	// ReasonUpgrade: a newer worker deployment version is current. The
 	// signal runs nothing; it gives a workflow pinned to an older version a
 	// task in which it sees that and continues as new onto the current one
@@ -469,6 +475,9 @@ const (
 	CauseWake RoundCause = "wake"
 	// CauseChild: a node pool of a deleting cluster went away.
 	CauseChild RoundCause = "child"
+	// CauseParent: the parent (a node pool's cluster) of a waiting
+	// resource became Reconciled.
+	CauseParent RoundCause = "parent"
 	// CauseTimePrecondition: a time-based precondition changed its answer.
 	CauseTimePrecondition RoundCause = "time-precondition"
 	// CauseSafetyNet: the safety-net window of a Reconciled resource ended.

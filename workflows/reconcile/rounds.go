@@ -440,6 +440,16 @@ func (r *reconciler) applyChange(s Signal) {
 		}
 		r.ask(due...)
 		r.log.Info("managed objects changed", "adapters", s.Changed, "due", due, "detail", s.Detail)
+	case ReasonParentReconciled:
+		// The parent is what a waiting child's adapters may wait for; a
+		// Reconciled child is left alone (an extra run of an adapter that
+		// gates re-runs on how long the resource has been Reconciled
+		// would report it unavailable).
+		if !r.reconciled {
+			r.because(CauseParent)
+			r.askUnsettled(r.unsettled())
+			r.wake = true
+		}
 	case ReasonUpgrade:
 		// Nothing to fold in: the task that delivers it is what the run
 		// needed to see the current version (upgradeDue).

@@ -160,3 +160,42 @@ func TestResourceWaitingOnlyOnTimeWaitsExactlyForIt(t *testing.T) {
 		t.Errorf("timers = %v, want the first wait to be the 5m until the precondition changes (not a 1s backoff)", h.timers)
 	}
 }
+
+// Contract: a node pool waiting for its cluster goes on when the cluster
+// becomes Reconciled (the API's "parent-reconciled" outbox row): its
+// adapters not done run at once, not at the end of its backoff.
+func TestParentReconciledWakesAWaitingChild(t *testing.T) {
+	h := newHarness(t)
+	nodePool := Ref{Kind: "NodePool", ID: "np1", ParentID: "c1"}
+	h.states = []ResourceState{pendingAt(1), pendingAt(1, "validation"), reconciledAt(1), gone}
+	// Nothing done after round 1: a 10-minute backoff, cut short by the
+	// notice at 5 minutes.
+	h.signalAt(5*time.Minute, Signal{Generation: 1, Reason: ReasonParentReconciled})
+	h.exec(Input{Ref: nodePool, Generation: 1, Adapters: threeAdapters,
+		Options: Options{InitialBackoff: 10 * time.Minute, MaxBackoff: 20 * time.Minute}})
+	got := h.rounds(3, 3, 2, 3)
+	if got[1] != "landing-zone@1,validation-job@1,validation@1" {
+		t.Errorf("rounds = %q, want the notice to run the adapters not done", got)
+	}
+	if len(h.readAt) < 2 || h.readAt[1].Sub(h.readAt[0]) != 5*time.Minute {
+		t.Errorf("read-backs at %v, want the second round 5m after the first, at the notice (not at the 10m backoff's end)", h.readAt)
+	}
+	if got := h.counters.get(MetricRounds, "cause="+string(CauseParent), "kind=NodePool"); got != 1 {
+		t.Errorf("rounds with cause parent = %d, want 1 (all: %v)", got, h.counters.counts)
+	}
+}
+
+// A Reconciled child is left alone: upstream-style adapters gate re-runs
+// on how long the resource has been Reconciled and report it unavailable
+// when they skip, so a run here would make it lapse.
+func TestParentReconciledLeavesAReconciledChildAlone(t *testing.T) {
+	h := newHarness(t)
+	h.watched = allWatched(threeAdapters...)
+	h.states = []ResourceState{reconciledAt(1), gone}
+	h.signalAt(5*time.Minute, Signal{Generation: 1, Reason: ReasonParentReconciled})
+	h.exec(Input{Ref: Ref{Kind: "NodePool", ID: "np1", ParentID: "c1"}, Generation: 1, Adapters: threeAdapters})
+	h.rounds(3, 3)
+	if len(h.readAt) < 2 || h.readAt[1].Sub(h.readAt[0]) < 8*time.Hour {
+		t.Errorf("read-backs at %v, want the second round at the safety net, hours later", h.readAt)
+	}
+}
