@@ -172,8 +172,9 @@ const (
 	OutboxDeleting = "deleting"
 	OutboxRemoved  = "removed"
 	// OutboxParentReconciled: the resource's parent became Reconciled (a
-	// new generation of it took effect, or it recovered); the child's
-	// preconditions and templates may read the parent, so it runs again.
+	// new generation of it took effect, or it recovered) while the resource
+	// was waiting: its adapters not done may have been waiting for the
+	// parent, so they run at once instead of at the end of the backoff.
 	OutboxParentReconciled = "parent-reconciled"
 )
 
