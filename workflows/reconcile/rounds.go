@@ -304,12 +304,16 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 
 // safetyNetWait is the wait before the safety-net round of a Reconciled
 // resource: the long window when every adapter's last run said all it
-// applies is watched, the short one otherwise.
+// applies is watched, the short one otherwise. Either is moved by up to
+// ± StabilityJitter of itself, by an amount fixed for each resource and
+// round, so that resources created together spread out instead of coming
+// back together every window.
 func (r *reconciler) safetyNetWait() (time.Duration, WaitCause) {
+	window, cause := r.opts.StabilityWindow, WaitSafetyNetUnwatched
 	if r.allWatched() {
-		return jittered(r.opts.WatchedStabilityWindow, r.opts.StabilityJitter, r.ref.ID, r.round), WaitSafetyNet
+		window, cause = r.opts.WatchedStabilityWindow, WaitSafetyNet
 	}
-	return r.stabilityWait(), WaitSafetyNetUnwatched
+	return jittered(window, r.opts.StabilityJitter, r.ref.ID, r.round), cause
 }
 
 // allWatched reports whether the last run of every adapter, optional ones
@@ -349,14 +353,6 @@ func (r *reconciler) rechecksDue(now time.Time) []string {
 		}
 	}
 	return due
-}
-
-// stabilityWait is the (unwatched) stability window moved by up to
-// ± StabilityJitter of itself, by an amount fixed for each resource and
-// round, so that resources created together spread out instead of coming
-// back together every window.
-func (r *reconciler) stabilityWait() time.Duration {
-	return jittered(r.opts.StabilityWindow, r.opts.StabilityJitter, r.ref.ID, r.round)
 }
 
 // jittered spreads d over [d·(1−j), d·(1+j)) by a hash of the resource id
@@ -429,9 +425,7 @@ func (r *reconciler) applyChange(s Signal) {
 		// A deleting cluster waits for its node pools; any other needs
 		// nothing from a node pool's removal.
 		if r.deleting {
-			r.because(CauseChild)
-			r.askUnsettled(r.unsettled())
-			r.wake = true
+			r.runNotDone(CauseChild)
 		}
 	case ReasonObjectChanged:
 		due := r.changedAdapters(s)
@@ -446,9 +440,7 @@ func (r *reconciler) applyChange(s Signal) {
 		// gates re-runs on how long the resource has been Reconciled
 		// would report it unavailable).
 		if !r.reconciled {
-			r.because(CauseParent)
-			r.askUnsettled(r.unsettled())
-			r.wake = true
+			r.runNotDone(CauseParent)
 		}
 	case ReasonUpgrade:
 		// Nothing to fold in: the task that delivers it is what the run
@@ -456,6 +448,14 @@ func (r *reconciler) applyChange(s Signal) {
 	case ReasonResync:
 		// Its adapters and options, folded in above, are all it carries.
 	}
+}
+
+// runNotDone asks a round at once, for the adapters not done: what a
+// resource waiting on something else needs when that something changes.
+func (r *reconciler) runNotDone(c RoundCause) {
+	r.because(c)
+	r.askUnsettled(r.unsettled())
+	r.wake = true
 }
 
 // changedAdapters picks the registered and optional adapters a change
