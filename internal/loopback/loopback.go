@@ -6,6 +6,12 @@
 // port 0 returns) is free only until the listener closes: any outgoing
 // connection on the machine may then take it as its source port before the
 // server binds it, and a server that loses its port fails to start.
+//
+// A port handed out is also reserved on the machine for the rest of this
+// process's life (see reserve), so another process using this package
+// does not take it while its server is down: a test that stops a server
+// and starts it again on the same port, as after an outage, finds the
+// port still its own.
 package loopback
 
 import (
@@ -60,6 +66,10 @@ func Port() (int, error) {
 			continue
 		}
 		_ = l.Close()
+		if !reserve(p) {
+			continue // another process holds it, though its server is down
+		}
+		avoid[p] = true
 		return p, nil
 	}
 	return 0, fmt.Errorf("no free loopback port in %d-%d", low, high)

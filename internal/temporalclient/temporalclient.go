@@ -133,6 +133,7 @@ func Dial(cfg Config, logger zerolog.Logger) (client.Client, error) {
 
 // WaitReachable blocks until the frontend answers a health check.
 func WaitReachable(ctx context.Context, c client.Client, within time.Duration) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	var last error
@@ -145,7 +146,8 @@ func WaitReachable(ctx context.Context, c client.Client, within time.Duration) e
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("temporal not reachable after %s: %w", within, last)
+			// The caller's context may end the wait before within.
+			return fmt.Errorf("temporal not reachable after %s: %w", time.Since(start).Round(time.Second), last)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
