@@ -9,12 +9,9 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,19 +48,15 @@ type system struct {
 	// (temporal) or, when options.temporalProcess, in a child process.
 	temporalAddr string
 	temporal     *embeddedtemporal.Server
-	temporalCmd  *exec.Cmd
-	// temporalExited is closed when the child process ends; temporalLog
-	// holds its output, every start appended.
-	temporalExited chan struct{}
-	temporalLog    string
-	tc             client.Client
-	stack          *assembly.System
-	temporalDir    string
-	kube           *testenv.Kube
-	cs             kubernetes.Interface
-	url            string
-	dbURL          string
-	opts           options
+	temporalProc *process
+	tc           client.Client
+	stack        *assembly.System
+	temporalDir  string
+	kube         *testenv.Kube
+	cs           kubernetes.Interface
+	url          string
+	dbURL        string
+	opts         options
 }
 
 type options struct {
@@ -172,28 +165,8 @@ func (s *system) startReconciler() {
 func (s *system) startTemporal() {
 	s.t.Helper()
 	if s.opts.temporalProcess {
-		if s.temporalLog == "" {
-			s.temporalLog = filepath.Join(s.t.TempDir(), "temporal.log")
-		}
-		log, err := os.OpenFile(s.temporalLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		defer log.Close()
-		cmd := exec.Command(testenv.Binary(s.t), "temporal", "--state-dir", s.temporalDir,
-			"--port", strings.TrimPrefix(s.temporalAddr, "127.0.0.1:"), "--ui-port", "0", "--log-format", "json")
-		cmd.Stdout, cmd.Stderr = log, log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no server outlives the test
-		if os.Getenv("HYPERFLEET_TEST_LOG") != "" {
-			cmd.Stdout = io.MultiWriter(log, os.Stderr)
-			cmd.Stderr = cmd.Stdout
-		}
-		if err := cmd.Start(); err != nil {
-			s.t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		s.temporalCmd, s.temporalExited = cmd, exited
+		s.temporalProc = startProcess(s.t, "temporal", []string{"temporal", "--state-dir", s.temporalDir,
+			"--port", strings.TrimPrefix(s.temporalAddr, "127.0.0.1:"), "--ui-port", "0", "--log-format", "json"})
 	} else {
 		srv, err := embeddedtemporal.Start(embeddedtemporal.Config{SearchAttributes: reconcile.SearchAttributes()})
 		if err != nil {
@@ -211,50 +184,53 @@ func (s *system) startTemporal() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if exited := s.temporalExited; s.temporalCmd != nil {
+	if p := s.temporalProc; p != nil {
 		go func() { // a process that exits will not become reachable: stop waiting
 			select {
-			case <-exited:
+			case <-p.exited:
 				cancel()
 			case <-ctx.Done():
 			}
 		}()
 	}
 	if err := temporalclient.WaitReachable(ctx, s.tc, 60*time.Second); err != nil {
-		s.t.Fatalf("%v%s", err, s.temporalProcessState())
+		if p := s.temporalProc; p != nil {
+			state := fmt.Sprintf("is still running (pid %d)", p.cmd.Process.Pid)
+			select {
+			case <-p.exited: // its standard output follows in the test log
+				state = fmt.Sprintf("exited: %v", p.exitErr)
+			default:
+			}
+			s.t.Fatalf("%v: the Temporal process %s; the end of the server's log:\n%s",
+				err, state, tail(filepath.Join(s.temporalDir, "temporal.log"), 30))
+		}
+		s.t.Fatal(err)
 	}
 }
 
-// temporalProcessState says, for a failure message, whether the child
-// Temporal process is still running and how its log ends.
-func (s *system) temporalProcessState() string {
-	if s.temporalCmd == nil {
-		return ""
+// tail is the last n lines of a log file, each cut at 600 bytes
+// (Temporal's lines carry whole stack traces).
+func tail(file string, n int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err.Error()
 	}
-	state := "still running"
-	select {
-	case <-s.temporalExited:
-		state = "exited: " + s.temporalCmd.ProcessState.String()
-	default:
-	}
-	b, _ := os.ReadFile(s.temporalLog)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	lines = lines[max(0, len(lines)-40):]
+	lines = lines[max(0, len(lines)-n):]
 	for i, l := range lines {
-		if len(l) > 600 { // Temporal's lines carry whole stack traces
+		if len(l) > 600 {
 			lines[i] = l[:600] + " [...]"
 		}
 	}
-	return fmt.Sprintf("\nthe Temporal process (pid %d, %s) is %s; the end of its log:\n%s",
-		s.temporalCmd.Process.Pid, s.temporalAddr, state, strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n")
 }
 
 // stopTemporal stops the server (a child process is killed outright).
 func (s *system) stopTemporal() {
-	if s.temporalCmd != nil {
-		_ = s.temporalCmd.Process.Kill()
-		<-s.temporalExited
-		s.temporalCmd = nil
+	if s.temporalProc != nil {
+		_ = s.temporalProc.cmd.Process.Kill()
+		<-s.temporalProc.exited
+		s.temporalProc = nil
 	}
 	if s.temporal != nil {
 		s.temporal.Stop()
