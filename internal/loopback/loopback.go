@@ -44,7 +44,8 @@ func Avoid(ports ...int) {
 	}
 }
 
-// Port returns a loopback port nobody listens on at the moment of asking.
+// Port returns a loopback port nobody listens on at the moment of asking
+// and no other process has reserved; it is reserved for this one.
 func Port() (int, error) {
 	mu.Lock()
 	defer mu.Unlock()

@@ -283,7 +283,8 @@ func dropRoot(dir string) (*syscall.Credential, error) {
 	return cred, err
 }
 
-// FreePort is a loopback port nobody listens on at the moment of asking.
+// FreePort is a loopback port nobody listens on at the moment of asking,
+// reserved for this test process (see loopback.Port).
 func FreePort(t testing.TB) int {
 	t.Helper()
 	p, err := loopback.Port()
