@@ -97,8 +97,8 @@ func newSystem(t *testing.T, opts options) *system {
 		s.temporalAddr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 		s.temporalDir = t.TempDir()
 	}
+	t.Cleanup(s.stopTemporal) // first: a start that fails is stopped too
 	s.startTemporal()
-	t.Cleanup(s.stopTemporal)
 
 	registered := opts.registered
 	if registered == nil {
@@ -165,7 +165,8 @@ func (s *system) startReconciler() {
 func (s *system) startTemporal() {
 	s.t.Helper()
 	if s.opts.temporalProcess {
-		s.temporalProc = startProcess(s.t, "temporal", []string{"temporal", "--state-dir", s.temporalDir,
+		// Stopped by stopTemporal, which runs after the stack has stopped.
+		s.temporalProc = launchProcess(s.t, "temporal", []string{"temporal", "--state-dir", s.temporalDir,
 			"--port", strings.TrimPrefix(s.temporalAddr, "127.0.0.1:"), "--ui-port", "0", "--log-format", "json"})
 	} else {
 		srv, err := embeddedtemporal.Start(embeddedtemporal.Config{SearchAttributes: reconcile.SearchAttributes()})
@@ -228,8 +229,7 @@ func tail(file string, n int) string {
 // stopTemporal stops the server (a child process is killed outright).
 func (s *system) stopTemporal() {
 	if s.temporalProc != nil {
-		_ = s.temporalProc.cmd.Process.Kill()
-		<-s.temporalProc.exited
+		s.temporalProc.stop()
 		s.temporalProc = nil
 	}
 	if s.temporal != nil {

@@ -32,8 +32,18 @@ type process struct {
 }
 
 // startProcess runs the binary with args; env adds to the environment
-// (HYPERFLEET_* of the developer's shell and KUBECONFIG are dropped).
+// (HYPERFLEET_* of the developer's shell and KUBECONFIG are dropped). It is
+// stopped when the test ends.
 func startProcess(t *testing.T, name string, args []string, env ...string) *process {
+	t.Helper()
+	p := launchProcess(t, name, args, env...)
+	t.Cleanup(p.stop)
+	return p
+}
+
+// launchProcess is startProcess for a caller that stops the process
+// itself (p.stop), at a point of its choosing among its cleanups.
+func launchProcess(t *testing.T, name string, args []string, env ...string) *process {
 	t.Helper()
 	p := &process{t: t, name: name, exited: make(chan struct{})}
 	p.cmd = exec.Command(testenv.Binary(t), args...)
@@ -48,18 +58,21 @@ func startProcess(t *testing.T, name string, args []string, env ...string) *proc
 		t.Fatal(err)
 	}
 	go func() { p.exitErr = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, p.log.String())
-		}
-	})
 	return p
+}
+
+// stop kills the process if it still runs, and puts its output in the
+// test log when the test failed.
+func (p *process) stop() {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	if p.t.Failed() {
+		p.t.Logf("%s output:\n%s", p.name, p.log.String())
+	}
 }
 
 // failIfExited stops the test when the process died.
