@@ -135,10 +135,14 @@ func (p *Process) Stop(grace time.Duration) error {
 	return p.Signal(sig, grace)
 }
 
-// Tail is the last n lines of the process' log, each cut at 600 bytes
-// (Temporal's lines carry whole stack traces), for error messages.
-func (p *Process) Tail(n int) string {
-	b, err := os.ReadFile(p.Log)
+// Tail is the last n lines of the process' log (see Tail).
+func (p *Process) Tail(n int) string { return Tail(p.Log, n) }
+
+// Tail is the last n lines of a log file, each cut at 600 bytes
+// (Temporal's lines carry whole stack traces), for error messages; empty
+// when the file cannot be read.
+func Tail(file string, n int) string {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return ""
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
+	"github.com/hyperfleet/hyperfleet/topology"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -202,28 +203,14 @@ func (s *system) startTemporal() {
 				state = fmt.Sprintf("exited: %v", p.exitErr)
 			default:
 			}
-			s.t.Fatalf("%v: the Temporal process %s; the end of the server's log:\n%s",
-				err, state, tail(filepath.Join(s.temporalDir, "temporal.log"), 30))
+			log := topology.Tail(filepath.Join(s.temporalDir, "temporal.log"), 30)
+			if log == "" {
+				log = "(empty or missing)"
+			}
+			s.t.Fatalf("%v: the Temporal process %s; the end of the server's log:\n%s", err, state, log)
 		}
 		s.t.Fatal(err)
 	}
-}
-
-// tail is the last n lines of a log file, each cut at 600 bytes
-// (Temporal's lines carry whole stack traces).
-func tail(file string, n int) string {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	lines = lines[max(0, len(lines)-n):]
-	for i, l := range lines {
-		if len(l) > 600 {
-			lines[i] = l[:600] + " [...]"
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // stopTemporal stops the server (a child process is killed outright).
