@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -253,12 +253,9 @@ func TestKindWithoutAdaptersIsAcknowledged(t *testing.T) {
 func TestUnreachableTemporalKeepsRowsAndReportsUnready(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	// A reserved port nobody listens on (an ephemeral one, closed again,
+	// could be bound by another process meanwhile).
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	down, err := client.NewLazyClient(client.Options{HostPort: addr, Logger: silent{}})
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,9 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
 	s := &Server{cfg: cfg, srv: srv, hostPort: hostPort}
-	if err := s.waitReady(30 * time.Second); err != nil {
+	// A bound for a start that hangs, not the wait itself: generous, as a
+	// loaded two-core machine can take many seconds.
+	if err := s.waitReady(2 * time.Minute); err != nil {
 		s.Stop()
 		return nil, err
 	}

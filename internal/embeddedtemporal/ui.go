@@ -44,7 +44,7 @@ func StartUI(hostPort, namespace string, port int) (*UI, error) {
 	}))
 	go func() { _ = srv.Start() }()
 	ui := &UI{srv: srv, URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	if err := waitHTTP(ui.URL+"/healthz", 10*time.Second); err != nil {
+	if err := waitHTTP(ui.URL+"/healthz", time.Minute); err != nil {
 		srv.Stop()
 		return nil, fmt.Errorf("temporal UI: %w", err)
 	}

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -42,7 +44,14 @@ type Kube struct {
 	// Config is the admin client configuration.
 	Config *rest.Config
 	dir    string
-	procs  []*exec.Cmd
+	procs  []*kubeProc
+}
+
+// kubeProc is one process of the control plane; done closes when it exits.
+type kubeProc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 var (
@@ -76,13 +85,12 @@ func stopKube() {
 	}
 	for i := len(kubeServer.procs) - 1; i >= 0; i-- {
 		p := kubeServer.procs[i]
-		_ = p.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 	}
 	_ = os.RemoveAll(kubeServer.dir)
@@ -161,7 +169,57 @@ func startKube() (*Kube, error) {
 	if err := k.startControllerManager(kcm, creds.saKey); err != nil {
 		return fail(err)
 	}
+	if err := k.awaitControllers(); err != nil {
+		return fail(err)
+	}
 	return k, nil
+}
+
+// awaitControllers waits until the service account default/default
+// exists. The kube-apiserver creates namespace default only after it first
+// reports ready, and the controller manager's serviceaccount controller
+// creates the account only once its informers have synced: so the
+// namespace tests write into exists, and the controllers (Job, namespace,
+// garbage collection) are running, before any test uses them.
+func (k *Kube) awaitControllers() error {
+	cs, err := kubernetes.NewForConfig(k.Config)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(startLimit)
+	for {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(context.Background(), "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if p := k.exited(); p != nil {
+			return fmt.Errorf("%s exited while the control plane started (log: %s)", p.name, filepath.Join(k.dir, p.name+".log"))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("service account default/default not created within %s (is kube-controller-manager running? log: %s): %w",
+				startLimit, filepath.Join(k.dir, "kube-controller-manager.log"), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// startLimit bounds how long a control-plane process may take to become
+// ready. It is not what the start waits for (readiness is, and an exited
+// process ends the wait at once): it only ends a start that hangs, and is
+// generous because two test packages may start control planes at once on
+// two cores.
+const startLimit = 3 * time.Minute
+
+// exited returns a process of the control plane that has exited, if any.
+func (k *Kube) exited() *kubeProc {
+	for _, p := range k.procs {
+		select {
+		case <-p.done:
+			return p
+		default:
+		}
+	}
+	return nil
 }
 
 // kubeTools finds the control plane's binaries in BinDir.
@@ -248,7 +306,7 @@ func (k *Kube) startAPIServer(path, etcdURL string, creds kubeCredentials) (stri
 		return "", err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", port)
-	if err := waitHealthy(server+"/readyz", creds.token, 60*time.Second); err != nil {
+	if err := k.waitHealthy(server+"/readyz", creds.token); err != nil {
 		return "", fmt.Errorf("kube-apiserver: %w (log: %s)", err, filepath.Join(k.dir, "kube-apiserver.log"))
 	}
 	return server, nil
@@ -311,17 +369,25 @@ func (k *Kube) start(name, path string, args ...string) error {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		log.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	k.procs = append(k.procs, cmd)
+	p := &kubeProc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); log.Close(); close(p.done) }()
+	k.procs = append(k.procs, p)
 	return nil
 }
 
-func waitHealthy(url, token string, within time.Duration) error {
+// waitHealthy waits until url answers 200, ending early when a process of
+// the control plane exits.
+func (k *Kube) waitHealthy(url, token string) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback test server with a self-signed certificate
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(startLimit)
 	var last error
 	for time.Now().Before(deadline) {
+		if p := k.exited(); p != nil {
+			return fmt.Errorf("%s exited (%v)", p.name, p.cmd.ProcessState)
+		}
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := client.Do(req)
@@ -336,5 +402,5 @@ func waitHealthy(url, token string, within time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("not ready after %s: %v", within, last)
+	return fmt.Errorf("not ready after %s: %v", startLimit, last)
 }

@@ -52,6 +52,10 @@ type Maestro struct {
 	mu     sync.Mutex
 	server *proc
 	agents []*proc
+	// agentOf is the agent serving each consumer: one at a time, since two
+	// agents of one consumer would both apply, and race each other's
+	// deletions of, every work.
+	agentOf map[string]*proc
 }
 
 // proc is a child process and the end of its Wait.
@@ -187,20 +191,45 @@ func (m *Maestro) Start() error {
 		return err
 	}
 	m.server = cmd
-	deadline := time.Now().Add(60 * time.Second)
+	// Ready is the REST API answering and the gRPC source and broker
+	// ports accepting: clients and agents use all three at once.
+	deadline := time.Now().Add(startLimit)
 	for {
-		resp, err := http.Get(m.HTTPURL + "/api/maestro/v1/consumers")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if m.serving() {
+			return nil
+		}
+		select {
+		case <-cmd.done:
+			m.server = nil
+			return fmt.Errorf("maestro server exited while starting (log: %s)", filepath.Join(m.dir, "maestro-server.log"))
+		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("maestro server not ready within 60s (log: %s)", filepath.Join(m.dir, "maestro-server.log"))
+			return fmt.Errorf("maestro server not ready within %s (log: %s)", startLimit, filepath.Join(m.dir, "maestro-server.log"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// serving reports whether the server's REST API answers and its gRPC
+// ports accept connections.
+func (m *Maestro) serving() bool {
+	resp, err := http.Get(m.HTTPURL + "/api/maestro/v1/consumers")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	for _, addr := range []string{m.GRPCAddr, m.BrokerAddr} {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+	}
+	return true
 }
 
 // Stop kills the server (its agents keep running and reconnect when it is
@@ -303,12 +332,23 @@ func (m *Maestro) Agent(consumer string, kube *Kube) error {
 	brokerCfg := filepath.Join(m.dir, "broker.yaml")
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if a := m.agentOf[consumer]; a != nil {
+		select {
+		case <-a.done: // it exited: start another
+		default:
+			return nil
+		}
+	}
 	cmd, err := m.spawn("maestro-agent-"+consumer, []string{"POD_NAME=" + consumer + "-agent"},
 		MaestroAgentFlags(consumer, brokerCfg, kube.Kubeconfig, port)...)
 	if err != nil {
 		return err
 	}
 	m.agents = append(m.agents, cmd)
+	if m.agentOf == nil {
+		m.agentOf = map[string]*proc{}
+	}
+	m.agentOf[consumer] = cmd
 	return nil
 }
 
@@ -342,7 +382,7 @@ func (m *Maestro) shutdown() {
 	for _, a := range m.agents {
 		stopProcess(a)
 	}
-	m.agents = nil
+	m.agents, m.agentOf = nil, nil
 	drop := m.dropDB
 	m.dropDB = nil
 	m.mu.Unlock()

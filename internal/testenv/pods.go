@@ -170,8 +170,8 @@ func ptrTo[T any](v T) *T { return &v }
 func (k *Kube) PIDs() []int {
 	out := make([]int, 0, len(k.procs))
 	for _, p := range k.procs {
-		if p.Process != nil {
-			out = append(out, p.Process.Pid)
+		if p.cmd.Process != nil {
+			out = append(out, p.cmd.Process.Pid)
 		}
 	}
 	return out

@@ -98,14 +98,13 @@ func TestCreatePatchDelete(t *testing.T) {
 		return !s.namespaceExists(c.ID), "namespace " + c.ID + " still exists"
 	}, nil)
 
-	// Each workflow completed once its resource was gone; the node pools'
-	// before the cluster's ("Children go first").
-	cw := s.waitClosed(resource.KindCluster, c.ID)
+	// Each workflow completed once its resource was gone. (Children go
+	// first in the API, checked above; when each workflow learns of its
+	// removal is up to Temporal's scheduling, so their close times have
+	// no order to check.)
+	s.waitClosed(resource.KindCluster, c.ID)
 	for _, np := range []resource.Resource{np1, np2} {
-		nw := s.waitClosed(resource.KindNodePool, np.ID)
-		if nw.Closed.After(cw.Closed) {
-			t.Errorf("node pool %s's workflow closed at %s, after its cluster's (%s)", np.Name, nw.Closed, cw.Closed)
-		}
+		s.waitClosed(resource.KindNodePool, np.ID)
 	}
 	s.recordHistory("cluster-create-patch-delete", resource.KindCluster, c.ID)
 	s.recordHistory("nodepool-create-delete", resource.KindNodePool, np1.ID)

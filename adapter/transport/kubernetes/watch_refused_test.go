@@ -9,8 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
@@ -25,23 +23,10 @@ import (
 func TestRefusedWatchIsReportedUnhealthy(t *testing.T) {
 	k := testenv.KubeAPI(t)
 	ctx := context.Background()
-	admin, err := kubernetes.NewForConfig(k.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// An identity that may write ConfigMaps but not list or watch them.
 	const user = "adapter-without-watch"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}}
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Grant(t, k, user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+		Verbs: []string{"get", "create", "update", "patch", "delete"}})
 	limited := rest.CopyConfig(k.Config)
 	limited.Impersonate = rest.ImpersonationConfig{UserName: user}
 
