@@ -118,8 +118,9 @@ func New(cfg *rest.Config, fieldManager string, opts ...Option) (*Transport, err
 }
 
 // resource resolves a kind to its REST resource, refreshing discovery once
-// when the kind is unknown.
-func (t *Transport) resource(apiVersion, kind, namespace string) (dynamic.ResourceInterface, bool, error) {
+// when the kind is unknown, and has the kind watched (when the transport
+// watches) before the caller touches it.
+func (t *Transport) resource(ctx context.Context, apiVersion, kind, namespace string) (dynamic.ResourceInterface, bool, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, false, fmt.Errorf("apiVersion %q: %w", apiVersion, err)
@@ -136,7 +137,7 @@ func (t *Transport) resource(apiVersion, kind, namespace string) (dynamic.Resour
 		}
 		return nil, false, fmt.Errorf("resolve %s %s: %w", apiVersion, kind, err)
 	}
-	t.watch.ensure(mapping.Resource)
+	t.watch.ensure(ctx, mapping.Resource)
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	if !namespaced {
 		return t.dyn.Resource(mapping.Resource), false, nil
@@ -147,8 +148,8 @@ func (t *Transport) resource(apiVersion, kind, namespace string) (dynamic.Resour
 	return t.dyn.Resource(mapping.Resource).Namespace(namespace), true, nil
 }
 
-func (t *Transport) namespaced(ref transport.Ref) (dynamic.ResourceInterface, error) {
-	ri, namespaced, err := t.resource(ref.APIVersion, ref.Kind, ref.Namespace)
+func (t *Transport) namespaced(ctx context.Context, ref transport.Ref) (dynamic.ResourceInterface, error) {
+	ri, namespaced, err := t.resource(ctx, ref.APIVersion, ref.Kind, ref.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func (t *Transport) WatchHealthy() bool { return t.watch != nil && t.watch.healt
 // Get implements transport.Transport.
 
 func (t *Transport) Get(ctx context.Context, _ string, ref transport.Ref) (transport.Object, error) {
-	ri, err := t.namespaced(ref)
+	ri, err := t.namespaced(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +186,7 @@ func (t *Transport) Get(ctx context.Context, _ string, ref transport.Ref) (trans
 // Create implements transport.Transport.
 func (t *Transport) Create(ctx context.Context, _ string, obj transport.Object) (transport.Object, error) {
 	ref := transport.RefOf(obj)
-	ri, err := t.namespaced(ref)
+	ri, err := t.namespaced(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (t *Transport) Create(ctx context.Context, _ string, obj transport.Object) 
 // Update implements transport.Transport with a forced server-side apply.
 func (t *Transport) Update(ctx context.Context, _ string, obj transport.Object) (transport.Object, error) {
 	ref := transport.RefOf(obj)
-	ri, err := t.namespaced(ref)
+	ri, err := t.namespaced(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +217,7 @@ func (t *Transport) Update(ctx context.Context, _ string, obj transport.Object) 
 
 // Delete implements transport.Transport.
 func (t *Transport) Delete(ctx context.Context, _ string, ref transport.Ref, propagationPolicy string) error {
-	ri, err := t.namespaced(ref)
+	ri, err := t.namespaced(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (t *Transport) Delete(ctx context.Context, _ string, ref transport.Ref, pro
 
 // List implements transport.Transport.
 func (t *Transport) List(ctx context.Context, _ string, q transport.Query) ([]transport.Object, error) {
-	ri, _, err := t.resource(q.APIVersion, q.Kind, q.Namespace)
+	ri, _, err := t.resource(ctx, q.APIVersion, q.Kind, q.Namespace)
 	if err != nil {
 		return nil, err
 	}

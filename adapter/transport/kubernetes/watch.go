@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,7 @@ type watcher struct {
 	cfg Watch
 	dyn dynamic.Interface
 	mu  sync.Mutex
-	on  map[schema.GroupVersionResource]bool
+	on  map[schema.GroupVersionResource]*kindWatch
 	// refused is set when a watch was refused: objects of that kind
 	// change unnoticed from then on.
 	refused atomic.Bool
@@ -51,20 +52,64 @@ type watcher struct {
 func (w *watcher) healthy() bool { return !w.refused.Load() }
 
 func newWatcher(cfg Watch, dyn dynamic.Interface) *watcher {
-	return &watcher{cfg: cfg, dyn: dyn, on: map[schema.GroupVersionResource]bool{}}
+	return &watcher{cfg: cfg, dyn: dyn, on: map[schema.GroupVersionResource]*kindWatch{}}
 }
 
-// ensure starts watching a kind the first time the transport resolves it.
-func (w *watcher) ensure(gvr schema.GroupVersionResource) {
+// ensure starts watching a kind the first time the transport resolves it,
+// and returns once the watch has listed what exists (or ctx ends, or the
+// watch was refused). Only changes after that list are reported (an object
+// the list finds is no change), so a write made before it could change
+// state unnoticed: a Job created and completed while the first list was
+// under way would never wake its workflow.
+func (w *watcher) ensure(ctx context.Context, gvr schema.GroupVersionResource) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.on[gvr] {
+	inf, ok := w.on[gvr]
+	if !ok {
+		inf = w.start(gvr)
+		w.on[gvr] = inf
+	}
+	w.mu.Unlock()
+	if inf.synced.Load() {
 		return
 	}
-	w.on[gvr] = true
+	wait, cancel := context.WithTimeout(ctx, syncLimit)
+	defer cancel()
+	if cache.WaitForCacheSync(mergeDone(wait, inf.ctx), inf.informer.HasSynced) {
+		inf.synced.Store(true)
+	}
+}
+
+// syncLimit bounds how long a write waits for its kind's first list: a
+// slow list delays the first write of a kind, never blocks it.
+const syncLimit = 10 * time.Second
+
+// mergeDone is a channel closed when either context ends.
+func mergeDone(a, b context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-a.Done():
+		case <-b.Done():
+		}
+		close(done)
+	}()
+	return done
+}
+
+// kindWatch is the informer of one kind; ctx ends when the watch is
+// stopped or refused.
+type kindWatch struct {
+	informer cache.SharedIndexInformer
+	ctx      context.Context
+	synced   atomic.Bool
+}
+
+// start runs an informer for the objects of one kind labelled with the
+// adapter, cluster-wide.
+func (w *watcher) start(gvr schema.GroupVersionResource) *kindWatch {
 	ctx, cancel := context.WithCancel(w.cfg.Context)
 	selector := labels.SelectorFromSet(labels.Set{transport.LabelAdapter: w.cfg.Adapter}).String()
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.dyn, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
@@ -97,6 +142,7 @@ func (w *watcher) ensure(gvr schema.GroupVersionResource) {
 	})
 	log.Debug().Msg("watching")
 	go inf.RunWithContext(ctx)
+	return &kindWatch{informer: inf, ctx: ctx}
 }
 
 func (w *watcher) notify(obj any, what transport.ChangeKind) {
