@@ -71,6 +71,13 @@ func TestApplyFailureReportsHealthFalseThenRecovers(t *testing.T) {
 	if _, err := s.cs.CoreV1().ResourceQuotas(c.ID).UpdateStatus(ctx, quota, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The quota admission plugin reads quotas from an informer: wait until
+	// it refuses a ConfigMap (a dry run) before relying on the refusal.
+	await.Eventually(t, 30*time.Second, "the quota admission plugin to refuse ConfigMaps", func() (bool, string) {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quota-probe", Namespace: c.ID}}
+		_, err := s.cs.CoreV1().ConfigMaps(c.ID).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "quota"), fmt.Sprintf("a dry-run create answered %v", err)
+	})
 	if err := s.cs.CoreV1().ConfigMaps(c.ID).Delete(ctx, "cluster-info", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +156,9 @@ func TestWorkerKilledMidRound(t *testing.T) {
 	}
 	first := startWorker()
 	c := s.createCluster("e2e-worker-killed", nil)
-	await.Eventually(t, 30*time.Second, "", func() (bool, string) { return hits.Load() > 0, "the gated adapter never started" }, nil)
+	// The worker process starts first: on a loaded machine that alone can
+	// take many seconds.
+	await.Eventually(t, 90*time.Second, "", func() (bool, string) { return hits.Load() > 0, "the gated adapter never started" }, nil)
 	// Heartbeats keep a phase alive past the heartbeat timeout (5s here):
 	// it is not retried while its worker lives. Not a wait for a condition:
 	// the test proves nothing happens over that time.
