@@ -57,6 +57,10 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		span.SetAttributes(append(tracing.Resource(in.Event.Kind, in.Event.ID, in.Event.Generation),
 			tracing.AttrAdapter.String(a.Engine.Name()))...)
 	}
+	if in.Adapter != "" && in.Adapter != a.Engine.Name() {
+		err := fmt.Errorf("a run of adapter %q reached adapter %q", in.Adapter, a.Engine.Name())
+		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
+	}
 	event, err := eventMap(in.Event)
 	if err != nil {
 		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
@@ -99,7 +103,7 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		return reconcile.RunResult{}, err // cancelled or timed out: the run is partial
 	}
 	a.logRetry(ctx, st)
-	res := reconcile.RunResult{Summary: summarize(st, post), Phases: phases}
+	res := reconcile.RunResult{Adapter: a.Engine.Name(), Generation: in.Event.Generation, Summary: summarize(st, post), Phases: phases}
 	for _, step := range st.Trace.Resources.Steps {
 		res.Resources = append(res.Resources, step.Name+"="+string(step.Operation))
 	}

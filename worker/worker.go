@@ -1,7 +1,8 @@
 // Package worker is the HyperFleet worker process: it connects to Temporal
 // and hosts the reconcile workflow (with the ReadResource activity) on the
 // reconciler task queue and each adapter's activities on that adapter's
-// own task queue. One process may host both, or any subset.
+// own task queue. One process may host both, or any subset; a reconciler
+// runs the adapters hosted beside it as local activities.
 package worker
 
 import (
@@ -59,14 +60,33 @@ func Start(cfg Config) (*Host, error) {
 	h := &Host{}
 	// On stop, running phases get 10 s to finish before they are
 	// cancelled (and retried elsewhere): most end well within it.
+	//
+	// An adapter run beats every quarter of its heartbeat timeout; the SDK
+	// would send only one beat per 80% of the timeout, leaving a fifth of
+	// it (1 s of a 5-s timeout) for the beat to reach the server before a
+	// live run is declared dead and retried. Every beat goes out instead:
+	// three quarters of margin, for one beat a quarter timeout on the rare
+	// runs that last that long.
 	opts := sdkworker.Options{MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentActivities,
 		WorkflowTaskPollerBehavior: pollers(), ActivityTaskPollerBehavior: pollers(),
-		WorkerStopTimeout: 10 * time.Second}
+		WorkerStopTimeout: 10 * time.Second, MaxHeartbeatThrottleInterval: time.Second}
+	hosted := make([]*activities.Adapter, 0, len(cfg.Adapters))
+	seen := map[string]bool{}
+	for _, eng := range cfg.Adapters {
+		if seen[eng.Name()] {
+			return nil, fmt.Errorf("adapter %q is configured twice: each adapter name owns one task queue", eng.Name())
+		}
+		seen[eng.Name()] = true
+		hosted = append(hosted, &activities.Adapter{Engine: eng, Logger: cfg.Logger})
+	}
 	if cfg.Reconciler {
 		if cfg.API == nil {
 			return nil, errors.New("the reconciler needs the API's address (--api-base-url)")
 		}
+		// The reconciler runs the adapters hosted here as local activities
+		// of its workflows (activities.Local), within the same bound.
 		wopts := opts
+		wopts.MaxConcurrentLocalActivityExecutionSize = cfg.MaxConcurrentActivities
 		if v := cfg.Version; v.Versioned() {
 			wopts.DeploymentOptions = sdkworker.DeploymentOptions{
 				UseVersioning:             true,
@@ -81,17 +101,15 @@ func Start(cfg Config) (*Host, error) {
 		}
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: reconcile.WorkflowName})
 		(&activities.Resources{API: cfg.API}).Register(w)
+		activities.NewLocal(hosted...).Register(w)
 		h.add(w, reconcile.TaskQueue)
 	}
-	seen := map[string]bool{}
-	for _, eng := range cfg.Adapters {
-		if seen[eng.Name()] {
-			return nil, fmt.Errorf("adapter %q is configured twice: each adapter name owns one task queue", eng.Name())
-		}
-		seen[eng.Name()] = true
-		queue := reconcile.AdapterTaskQueue(eng.Name())
+	// Every hosted adapter also serves its own task queue: the runs of
+	// reconcilers that do not host it, and its optional runs.
+	for _, a := range hosted {
+		queue := reconcile.AdapterTaskQueue(a.Engine.Name())
 		w := sdkworker.New(cfg.Client, queue, opts)
-		(&activities.Adapter{Engine: eng, Logger: cfg.Logger}).Register(w)
+		a.Register(w)
 		h.add(w, queue)
 	}
 	for i, w := range h.workers {

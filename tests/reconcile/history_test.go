@@ -123,6 +123,9 @@ type activityCall struct {
 	Adapter    string
 	Generation int64
 	Attempt    int32
+	// Local says the run was a local activity of the workflow task
+	// (the adapter is hosted beside the reconciler).
+	Local bool
 }
 
 // activityCalls lists the adapter activities a workflow scheduled, in
@@ -131,6 +134,10 @@ func activityCalls(t *testing.T, events []*historypb.HistoryEvent) []activityCal
 	t.Helper()
 	var out []activityCall
 	for _, ev := range events {
+		if call, ok := localRun(t, ev); ok {
+			out = append(out, call)
+			continue
+		}
 		a := ev.GetActivityTaskScheduledEventAttributes()
 		if a == nil || !strings.HasPrefix(a.GetTaskQueue().GetName(), reconcile.AdapterTaskQueue("")) {
 			continue
@@ -152,4 +159,36 @@ func activityCalls(t *testing.T, events []*historypb.HistoryEvent) []activityCal
 		out = append(out, call)
 	}
 	return out
+}
+
+// localRun reads an adapter run recorded as a local activity's marker:
+// its result names the adapter and the generation. A run the worker
+// answered as not hosted is no run.
+func localRun(t *testing.T, ev *historypb.HistoryEvent) (activityCall, bool) {
+	t.Helper()
+	m := ev.GetMarkerRecordedEventAttributes()
+	if m == nil || m.GetMarkerName() != "LocalActivity" {
+		return activityCall{}, false
+	}
+	var data struct{ ActivityType string }
+	if p := m.GetDetails()["data"].GetPayloads(); len(p) == 1 {
+		if err := json.Unmarshal(p[0].GetData(), &data); err != nil {
+			t.Fatalf("decode a local activity's marker: %v", err)
+		}
+	}
+	if data.ActivityType != reconcile.ActivityRun {
+		return activityCall{}, false
+	}
+	call := activityCall{Activity: reconcile.ActivityRun, Local: true}
+	if p := m.GetDetails()["result"].GetPayloads(); len(p) == 1 {
+		var res reconcile.RunResult
+		if err := json.Unmarshal(p[0].GetData(), &res); err != nil {
+			t.Fatalf("decode a local adapter run's result: %v", err)
+		}
+		if res.NotHosted {
+			return activityCall{}, false
+		}
+		call.Adapter, call.Generation = res.Adapter, res.Generation
+	}
+	return call, true
 }

@@ -27,12 +27,13 @@ import (
 
 // The production topology as separate processes, configured the way an
 // operator would: Temporal on its own, `hyperfleet serve` on PostgreSQL
-// from HYPERFLEET_* variables, and `hyperfleet worker` hosting the
-// reconciler and two adapters from flags. A cluster created before any
-// worker runs is handed to Temporal and waits on its task queue until one
-// polls.
+// from HYPERFLEET_* variables, a `hyperfleet worker` hosting the
+// reconciler and another hosting two adapters, as the Helm chart deploys
+// them (so every adapter run is an activity on its own task queue). A
+// cluster created before any worker runs is handed to Temporal and waits
+// on its task queue until one polls.
 func TestSeparateProcesses(t *testing.T) {
-	temporalPort, apiPort, metricsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
+	temporalPort, apiPort, metricsPort, reconcilerMetrics := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	temporalAddr := fmt.Sprintf("127.0.0.1:%d", temporalPort)
 	api := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 
@@ -56,7 +57,9 @@ func TestSeparateProcesses(t *testing.T) {
 		t.Fatalf("create node pool: HTTP %d", code)
 	}
 
-	startProcess(t, "hyperfleet worker", []string{"worker", "--temporal-address", temporalAddr, "--reconciler",
+	startProcess(t, "hyperfleet worker --reconciler", []string{"worker", "--temporal-address", temporalAddr, "--reconciler",
+		"--api-base-url", api, "--metrics-listen", fmt.Sprintf("127.0.0.1:%d", reconcilerMetrics), "--log-format", "json"})
+	startProcess(t, "hyperfleet worker (adapters)", []string{"worker", "--temporal-address", temporalAddr,
 		"--api-base-url", api, "--adapter-dir", shipped("validation"), "--adapter-dir", shipped("nodepool-validation"),
 		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--log-format", "json"})
 
@@ -97,14 +100,15 @@ func TestSeparateProcesses(t *testing.T) {
 		t.Fatalf("create invalid cluster: HTTP %d", code)
 	}
 	await.Eventually(t, 60*time.Second, "", func() (bool, string) {
-		_, m := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
-		return strings.Contains(string(m), "hyperfleet_reconcile_backoff_seconds_count"), "no backoff recorded by the worker"
+		_, m := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", reconcilerMetrics))
+		return strings.Contains(string(m), "hyperfleet_reconcile_backoff_seconds_count"), "no backoff recorded by the reconciler"
 	}, nil)
 	_, apiMetrics = httpGet(api + "/metrics")
 	_, workerMetrics = httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	_, reconcilerOut := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", reconcilerMetrics))
 	for _, name := range dashboardMetrics(t) {
-		if !exported(string(apiMetrics), name) && !exported(string(workerMetrics), name) {
-			t.Errorf("the dashboard queries %s, which neither the API nor the worker exports", name)
+		if !exported(string(apiMetrics), name) && !exported(string(workerMetrics), name) && !exported(string(reconcilerOut), name) {
+			t.Errorf("the dashboard queries %s, which neither the API nor the workers export", name)
 		}
 	}
 

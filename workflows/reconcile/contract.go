@@ -46,13 +46,6 @@ const (
 	ActivityReadResource = "ReadResource"
 )
 
-// inputProtocol is written into every workflow input and read by no one in
-// this release. The previous release reads it: a workflow this API starts
-// that reaches one of its workers during a roll-out must run the protocol
-// this release replays (its histories are workflows/testdata), not that
-// release's oldest one, which an absent field selects.
-const inputProtocol = 4
-
 // Error types an activity returns for failures retrying cannot fix.
 const (
 	ErrConfig   = "AdapterConfigError"
@@ -200,9 +193,10 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// NewInput is the input the relay starts a resource's workflow with.
+// NewInput is the input the relay starts a resource's workflow with, and
+// a run continues as new with.
 func NewInput(ref Ref, generation int64, adapters []string, opts Options) Input {
-	return Input{Ref: ref, Generation: generation, Adapters: adapters, Options: opts, Protocol: inputProtocol}
+	return Input{Ref: ref, Generation: generation, Adapters: adapters, Options: opts, LocalRuns: true}
 }
 
 // Input starts (or continues) a workflow.
@@ -216,8 +210,14 @@ type Input struct {
 	// rounds.go).
 	Optional []string `json:"optional,omitempty"`
 	Options  Options  `json:"options"`
-	// Protocol is inputProtocol; see there.
-	Protocol int `json:"protocol,omitempty"`
+	// LocalRuns runs each required adapter the reconciler's own worker
+	// hosts as a local activity of the workflow (no task queue, no
+	// dispatch through Temporal's matching service: a round of three
+	// adapters is one workflow task), and the others on their task queues.
+	// Every input this release writes sets it; runs of the previous
+	// release, which ran every adapter on its task queue, keep doing so
+	// until they continue as new (their histories replay unchanged).
+	LocalRuns bool `json:"local_runs,omitempty"`
 	// Carry is the state handed over by continue-as-new.
 	Carry *Carry `json:"carry,omitempty"`
 	// Tenant is the resource's tenancy in the API's canonical form
@@ -280,36 +280,89 @@ const (
 
 // Carry is what survives continue-as-new.
 type Carry struct {
-	Round      int64                  `json:"round"`
-	Failures   int                    `json:"failures"`
-	Reconciled bool                   `json:"reconciled"`
-	Adapters   map[string]AdapterView `json:"adapters"`
+	Round      int64 `json:"round"`
+	Failures   int   `json:"failures"`
+	Reconciled bool  `json:"reconciled"`
+	// States is each adapter's state.
+	States map[string]AdapterState `json:"states,omitempty"`
 	// Wake and CheckFirst carry a pending request for a round (and a
-	// removal check) made by a signal just before continue-as-new.
+	// removal check) made by a signal just before continue-as-new; All
+	// asks it to run every adapter.
 	Wake       bool `json:"wake,omitempty"`
 	CheckFirst bool `json:"check_first,omitempty"`
-	// Pending lists the adapters the pending round runs (an empty list:
-	// none); All asks for every adapter.
-	Pending []string `json:"pending"`
-	All     bool     `json:"all,omitempty"`
+	All        bool `json:"all,omitempty"`
 	// Settled and Deleting are the last read-back.
 	Settled   []string `json:"settled,omitempty"`
 	SettledAt int64    `json:"settled_at,omitempty"`
 	Deleting  bool     `json:"deleting,omitempty"`
-	// Seen is, per adapter, what its last run saw of its objects.
-	Seen map[string]map[string]string `json:"seen,omitempty"`
-	// Watched is, per adapter, whether its last run said all it applies
-	// is watched; Recheck, when a time-based precondition of its last run
-	// gives another answer.
-	Watched map[string]bool      `json:"watched,omitempty"`
-	Recheck map[string]time.Time `json:"recheck,omitempty"`
 	// Cause is why the pending round runs.
 	Cause RoundCause `json:"cause,omitempty"`
+
+	// The previous release kept each kind of adapter state in a map of
+	// its own; its runs continuing as new onto this one hand them over so.
+	// Read, never written: each adapter's last outcome, what its last run
+	// saw, whether all it applies is watched, when a time-based
+	// precondition changes its answer, and the adapters the pending round
+	// runs.
+	Adapters map[string]AdapterView       `json:"adapters,omitempty"`
+	Seen     map[string]map[string]string `json:"seen,omitempty"`
+	Watched  map[string]bool              `json:"watched,omitempty"`
+	Recheck  map[string]time.Time         `json:"recheck,omitempty"`
+	Pending  []string                     `json:"pending,omitempty"`
+}
+
+// AdapterState is one adapter's state as continue-as-new hands it over.
+type AdapterState struct {
+	// Last is its last run's outcome; nil when none ran.
+	Last *AdapterView `json:"last,omitempty"`
+	// Seen is the digest of each object its last run discovered.
+	Seen map[string]string `json:"seen,omitempty"`
+	// Watched says its last run said all it applies is watched.
+	Watched bool `json:"watched,omitempty"`
+	// RecheckAt is when a time-based precondition of its last run gives
+	// another answer.
+	RecheckAt time.Time `json:"recheck_at,omitzero"`
+	// Asked says the pending round runs it.
+	Asked bool `json:"asked,omitempty"`
+}
+
+// adapterStates is each adapter's handed-over state, from States or from
+// the previous release's maps.
+func (c *Carry) adapterStates() map[string]AdapterState {
+	out := make(map[string]AdapterState, len(c.States)+len(c.Adapters))
+	for name, s := range c.States {
+		out[name] = s
+	}
+	update := func(name string, fn func(*AdapterState)) {
+		s := out[name]
+		fn(&s)
+		out[name] = s
+	}
+	for name, v := range c.Adapters {
+		update(name, func(s *AdapterState) { s.Last = &v })
+	}
+	for name, seen := range c.Seen {
+		update(name, func(s *AdapterState) { s.Seen = seen })
+	}
+	for name, w := range c.Watched {
+		update(name, func(s *AdapterState) { s.Watched = w })
+	}
+	for name, at := range c.Recheck {
+		update(name, func(s *AdapterState) { s.RecheckAt = at })
+	}
+	for _, name := range c.Pending {
+		update(name, func(s *AdapterState) { s.Asked = true })
+	}
+	return out
 }
 
 // RunInput is what an adapter run acts on.
 type RunInput struct {
 	Event resource.Event `json:"event"`
+	// Adapter names the adapter to run: a local run (on the reconciler's
+	// worker, which may host several) needs it; an adapter's own task
+	// queue already says it.
+	Adapter string `json:"adapter,omitempty"`
 }
 
 // RunResult is what one adapter run did: where it ended, and each phase's
@@ -336,6 +389,14 @@ type RunResult struct {
 	// conditionAge, now()) gives another answer: the workflow runs the
 	// adapter again then, even in the middle of a long safety-net window.
 	RecheckAt time.Time `json:"recheck_at,omitzero"`
+	// Adapter and Generation name the adapter that ran and the
+	// generation it ran for, so a local run's marker in the history (which
+	// records the result, not the input) says whose run it was.
+	Adapter    string `json:"adapter,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	// NotHosted answers a local run of an adapter the reconciler's worker
+	// does not host: the workflow runs it on the adapter's own task queue.
+	NotHosted bool `json:"not_hosted,omitempty"`
 }
 
 // ObjectChange is one managed object's change, as an adapter worker's

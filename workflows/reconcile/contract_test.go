@@ -97,7 +97,7 @@ func TestBackoffTable(t *testing.T) {
 		want     time.Duration
 	}{{0, time.Second}, {1, 2 * time.Second}, {4, 16 * time.Second}, {5, 32 * time.Second}, {6, time.Minute}, {100, time.Minute}}
 	for _, c := range cases {
-		r := &reconciler{opts: opts, failures: c.failures}
+		r := &reconciler{run: runContext{opts: opts}, round: roundState{failures: c.failures}}
 		if got := r.backoff(); got != c.want {
 			t.Errorf("backoff after %d failures = %v, want %v", c.failures, got, c.want)
 		}

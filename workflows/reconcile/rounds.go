@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/hyperfleet/hyperfleet/phase"
 )
 
 // A round runs only when something changed, and runs only the adapters
@@ -45,20 +44,20 @@ import (
 //     resource with no required adapters is never Reconciled; its workflow
 //     waits for the next change or the stability window as if it were.
 
-// run is the workflow's loop: one round, then the wait for the next reason
-// to run one.
-func (r *reconciler) run(ctx workflow.Context) error {
+// loop is the workflow's loop: one round, then the wait for the next
+// reason to run one.
+func (r *reconciler) loop(ctx workflow.Context) error {
 	for {
-		if r.roundsRun >= r.opts.RoundsPerRun || (r.roundsRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+		if r.round.inRun >= r.run.opts.RoundsPerRun || (r.round.inRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			return r.continueAsNew(ctx)
 		}
 		if upgradeDue(ctx) {
-			r.log.Info("a newer worker deployment version is current: continuing as new on it", "generation", r.latest, "round", r.round)
+			r.run.log.Info("a newer worker deployment version is current: continuing as new on it", "generation", r.round.latest, "round", r.round.number)
 			return r.continueAsNew(ctx)
 		}
-		r.drainSignals(ctx)
-		if r.checkFirst {
-			r.checkFirst = false
+		r.drainSignals()
+		if r.round.checkFirst {
+			r.round.checkFirst = false
 			gone, err := r.observe(ctx)
 			if err != nil || gone {
 				return err
@@ -77,7 +76,7 @@ func (r *reconciler) run(ctx workflow.Context) error {
 }
 
 // roundDue reports whether a round is asked for.
-func (r *reconciler) roundDue() bool { return r.all || len(r.pending) > 0 || r.wake }
+func (r *reconciler) roundDue() bool { return r.round.all || r.round.wake || r.adapters.anyAsked() }
 
 // upgradeDue reports whether Temporal told this run, in the task under
 // way, that its worker deployment's current version is no longer the one
@@ -90,24 +89,25 @@ func upgradeDue(ctx workflow.Context) bool {
 // runRound runs one round and decides what follows it: the next round's
 // adapters when it made progress, nothing otherwise (the loop then waits).
 func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
-	adapters, optional := r.takePending()
-	cause := r.cause
+	required, optional := r.adapters.take(r.round.all)
+	cause := r.round.cause
 	if cause == "" {
 		cause = CauseGeneration // a new run's first round
 	}
-	r.target, r.wake, r.cause = r.latest, false, ""
+	rs := &r.round
+	rs.target, rs.wake, rs.cause, rs.all = rs.latest, false, "", false
 	before := r.settledAtTarget()
-	r.round++
-	r.roundsRun++
-	r.phase, r.nextRound = PhaseRunning, time.Time{}
+	rs.number++
+	rs.inRun++
+	rs.phase, rs.nextRound = PhaseRunning, time.Time{}
 	if len(optional) > 0 {
-		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "cause", string(cause), "adapters", adapters, "optional", optional)
+		r.run.log.Info("reconcile round", "generation", rs.target, "round", rs.number, "cause", string(cause), "adapters", required, "optional", optional)
 	} else {
-		r.log.Info("reconcile round", "generation", r.target, "round", r.round, "cause", string(cause), "adapters", adapters)
+		r.run.log.Info("reconcile round", "generation", rs.target, "round", rs.number, "cause", string(cause), "adapters", required)
 	}
 	started := workflow.Now(ctx)
-	r.startOptional(ctx, optional, r.target)
-	r.runAdapters(ctx, adapters)
+	r.startOptional(ctx, optional, rs.target)
+	r.runAdapters(ctx, required)
 
 	gone, err = r.observe(ctx)
 	// Metrics are not part of the history; the SDK drops them on replay.
@@ -117,16 +117,16 @@ func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 	if err != nil || gone {
 		return gone, err
 	}
-	r.drainSignals(ctx)
+	r.drainSignals()
 	if r.roundDue() || r.converged() {
 		return false, nil // a newer generation or a change: the next round; or done
 	}
 	if progressed(before, r.settledAtTarget()) {
 		if rest := r.unsettled(); len(rest) > 0 {
-			r.failures = 0
+			rs.failures = 0
 			r.because(CauseProgress)
 			r.askUnsettled(rest)
-			r.log.Info("round made progress: running the adapters not done at once", "generation", r.target, "adapters", rest)
+			r.run.log.Info("round made progress: running the adapters not done at once", "generation", rs.target, "adapters", rest)
 		}
 	}
 	return false, nil
@@ -135,70 +135,40 @@ func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 // converged reports whether the resource needs no retry: it is
 // Reconciled, or nothing is required of it (it never will be, and only
 // optional adapters, which the workflow never waits on, may run for it).
-func (r *reconciler) converged() bool { return r.reconciled || len(r.adapters) == 0 }
-
-// takePending returns the required and the optional adapters the round
-// runs, each sorted, and clears the requests.
-func (r *reconciler) takePending() (required, optional []string) {
-	for _, a := range r.adapters {
-		if r.all || r.pending[a] {
-			required = append(required, a)
-		}
-	}
-	for _, a := range r.optional {
-		if r.all || r.optPending[a] {
-			optional = append(optional, a)
-		}
-	}
-	r.all = false
-	clear(r.pending)
-	clear(r.optPending)
-	return required, optional
-}
-
-// ask requests adapters for the next round: a required one makes a round
-// due, an optional one rides along with the next round, or starts on its
-// own while the workflow waits (startAsked).
-func (r *reconciler) ask(adapters ...string) {
-	for _, a := range adapters {
-		if slices.Contains(r.optional, a) {
-			r.optPending[a] = true
-		} else {
-			r.pending[a] = true
-		}
-	}
-}
+func (r *reconciler) converged() bool { return r.last.reconciled || len(r.adapters.required) == 0 }
 
 // askUnsettled asks the next round for the given required adapters and,
 // riding along, the optional ones not done.
 func (r *reconciler) askUnsettled(required []string) {
-	r.ask(required...)
-	r.ask(r.unsettledOptional()...)
+	r.adapters.ask(required...)
+	r.adapters.ask(r.notDone(r.adapters.optional)...)
 }
 
 // startAsked starts the optional adapters asked for while no round is
 // due, so a change of an optional adapter's objects neither runs a round
 // nor restarts the backoff of the required ones.
 func (r *reconciler) startAsked(ctx workflow.Context) {
-	if len(r.optPending) == 0 || r.roundDue() {
+	if r.roundDue() {
 		return
 	}
-	names := sortedKeys(r.optPending)
-	clear(r.optPending)
-	r.log.Info("running optional adapters between rounds", "generation", r.latest, "optional", names)
-	r.startOptional(ctx, names, r.latest)
+	_, names := r.adapters.take(false)
+	if len(names) == 0 {
+		return
+	}
+	r.run.log.Info("running optional adapters between rounds", "generation", r.round.latest, "optional", names)
+	r.startOptional(ctx, names, r.round.latest)
 }
 
 // settledAtTarget is the set of required adapters done at the round's
 // generation (other adapters' reports never count as progress).
 func (r *reconciler) settledAtTarget() []string {
-	if r.settledAt != r.target {
+	if r.last.settledAt != r.round.target {
 		return nil
 	}
-	if len(r.optional) == 0 {
-		return r.settled
+	if len(r.adapters.optional) == 0 {
+		return r.last.settled
 	}
-	return slices.DeleteFunc(slices.Clone(r.settled), func(a string) bool { return slices.Contains(r.optional, a) })
+	return slices.DeleteFunc(slices.Clone(r.last.settled), r.adapters.isOptional)
 }
 
 // progressed reports whether an adapter is done after a round that was not
@@ -213,16 +183,12 @@ func progressed(before, after []string) bool {
 }
 
 // unsettled lists the registered adapters not done at the newest reading.
-func (r *reconciler) unsettled() []string { return r.notDone(r.adapters) }
-
-// unsettledOptional lists the optional adapters not done at the newest
-// reading.
-func (r *reconciler) unsettledOptional() []string { return r.notDone(r.optional) }
+func (r *reconciler) unsettled() []string { return r.notDone(r.adapters.required) }
 
 func (r *reconciler) notDone(adapters []string) []string {
 	var out []string
 	for _, a := range adapters {
-		if r.settledAt != r.latest || !slices.Contains(r.settled, a) {
+		if r.last.settledAt != r.round.latest || !slices.Contains(r.last.settled, a) {
 			out = append(out, a)
 		}
 	}
@@ -237,29 +203,7 @@ func (r *reconciler) notDone(adapters []string) []string {
 // to), whichever comes first. It also ends when a task tells the run to
 // move to a newer worker deployment version.
 func (r *reconciler) sleep(ctx workflow.Context) {
-	now := workflow.Now(ctx)
-	wait, cause := r.safetyNetWait()
-	r.phase = PhaseStable
-	if r.converged() {
-		r.failures = 0
-	} else {
-		wait, cause = r.backoff(), WaitBackoff
-		if r.waitsOnWatches() {
-			wait = max(wait, r.opts.watchedBackoff())
-		}
-		r.failures++
-		r.phase = PhaseBackoff
-		r.metrics(ctx).Timer(MetricBackoff).Record(wait)
-	}
-	// A time-based precondition's change comes first when it is sooner;
-	// and when every adapter not done waits only on one, the backoff
-	// would only re-read an answer that cannot have changed yet.
-	if at, ok := r.nextRecheck(); ok && (at.Sub(now) < wait || r.waitsOnTime()) {
-		wait, cause = max(at.Sub(now), time.Second), WaitTimePrecondition
-	}
-	r.nextRound, r.waitCause = now.Add(wait), cause
-	r.log.Info("waiting for the next round", "generation", r.target, "phase", r.phase, "wait", wait.String(), "cause", string(cause), "reconciled", r.reconciled)
-
+	wait, cause := r.nextWait(ctx)
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	fired := false
@@ -267,7 +211,7 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 	for !fired && !r.roundDue() {
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(timer, func(workflow.Future) { fired = true })
-		sel.AddReceive(r.signals, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(r.run.signals, func(c workflow.ReceiveChannel, _ bool) {
 			var s Signal
 			c.Receive(ctx, &s)
 			r.applyChange(s)
@@ -281,22 +225,56 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 	if !fired || r.roundDue() {
 		return
 	}
+	r.timerFired(ctx, cause)
+}
+
+// nextWait decides how long the workflow waits for the next round, and
+// why, and records it for the state query and the log.
+func (r *reconciler) nextWait(ctx workflow.Context) (time.Duration, WaitCause) {
+	now := workflow.Now(ctx)
+	wait, cause := r.safetyNetWait()
+	rs := &r.round
+	rs.phase = PhaseStable
+	if r.converged() {
+		rs.failures = 0
+	} else {
+		wait, cause = r.backoff(), WaitBackoff
+		if r.waitsOnWatches() {
+			wait = max(wait, r.run.opts.watchedBackoff())
+		}
+		rs.failures++
+		rs.phase = PhaseBackoff
+		r.metrics(ctx).Timer(MetricBackoff).Record(wait)
+	}
+	// A time-based precondition's change comes first when it is sooner;
+	// and when every adapter not done waits only on one, the backoff
+	// would only re-read an answer that cannot have changed yet.
+	if at, ok := r.adapters.nextRecheck(); ok && (at.Sub(now) < wait || r.waitsOnTime()) {
+		wait, cause = max(at.Sub(now), time.Second), WaitTimePrecondition
+	}
+	rs.nextRound, rs.waitCause = now.Add(wait), cause
+	r.run.log.Info("waiting for the next round", "generation", rs.target, "phase", rs.phase, "wait", wait.String(), "cause", string(cause), "reconciled", r.last.reconciled)
+	return wait, cause
+}
+
+// timerFired asks for the round the wait's timer stands for.
+func (r *reconciler) timerFired(ctx workflow.Context, cause WaitCause) {
 	if cause == WaitTimePrecondition {
 		r.because(CauseTimePrecondition)
-		r.ask(r.rechecksDue(workflow.Now(ctx))...)
+		r.adapters.ask(r.adapters.rechecksDue(workflow.Now(ctx))...)
 		return
 	}
 	rest := r.unsettled()
 	if r.converged() {
 		r.because(CauseSafetyNet)
-		r.all = true
+		r.round.all = true
 		return
 	}
 	r.because(CauseRetry)
 	if len(rest) == 0 {
 		// Every adapter says it is done and the resource is still not
 		// Reconciled: run them all again.
-		r.all = true
+		r.round.all = true
 		return
 	}
 	r.askUnsettled(rest)
@@ -309,50 +287,12 @@ func (r *reconciler) sleep(ctx workflow.Context) {
 // round, so that resources created together spread out instead of coming
 // back together every window.
 func (r *reconciler) safetyNetWait() (time.Duration, WaitCause) {
-	window, cause := r.opts.StabilityWindow, WaitSafetyNetUnwatched
-	if r.allWatched() {
-		window, cause = r.opts.WatchedStabilityWindow, WaitSafetyNet
+	o := r.run.opts
+	window, cause := o.StabilityWindow, WaitSafetyNetUnwatched
+	if r.adapters.allWatched() {
+		window, cause = o.WatchedStabilityWindow, WaitSafetyNet
 	}
-	return jittered(window, r.opts.StabilityJitter, r.ref.ID, r.round), cause
-}
-
-// allWatched reports whether the last run of every adapter, optional ones
-// included, said all it applies is watched. An adapter that has not run
-// yet in this workflow's life counts as not watched.
-func (r *reconciler) allWatched() bool {
-	for _, list := range [][]string{r.adapters, r.optional} {
-		for _, a := range list {
-			if !r.watched[a] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// nextRecheck is the earliest time a time-based precondition of an
-// adapter's last run gives another answer.
-func (r *reconciler) nextRecheck() (time.Time, bool) {
-	var first time.Time
-	for _, a := range slices.Concat(r.adapters, r.optional) {
-		if at, ok := r.recheck[a]; ok && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
-	}
-	return first, !first.IsZero()
-}
-
-// rechecksDue lists the adapters whose recheck time has come, and forgets
-// those times: the run they ask for records the next ones.
-func (r *reconciler) rechecksDue(now time.Time) []string {
-	var due []string
-	for _, a := range slices.Concat(r.adapters, r.optional) {
-		if at, ok := r.recheck[a]; ok && !at.After(now) {
-			due = append(due, a)
-			delete(r.recheck, a)
-		}
-	}
-	return due
+	return jittered(window, o.StabilityJitter, r.run.ref.ID, r.round.number), cause
 }
 
 // jittered spreads d over [d·(1−j), d·(1+j)) by a hash of the resource id
@@ -371,75 +311,49 @@ func jittered(d time.Duration, j float64, id string, round int64) time.Duration 
 // because records why the next round runs: the first reason asked for
 // since the last round (later ones ride along with it).
 func (r *reconciler) because(c RoundCause) {
-	if r.cause == "" {
-		r.cause = c
+	if r.round.cause == "" {
+		r.round.cause = c
 	}
 }
 
 // applyChange folds a signal into the workflow's state.
 func (r *reconciler) applyChange(s Signal) {
-	if s.Generation > r.latest {
-		r.latest, r.all = s.Generation, true
+	if s.Generation > r.round.latest {
+		r.round.latest, r.round.all = s.Generation, true
 		r.because(CauseGeneration)
 	}
 	if s.Options != nil {
-		r.opts = s.Options.WithDefaults()
+		r.run.opts = s.Options.WithDefaults()
 	}
 	if s.Adapters != nil {
-		next := sortedCopy(s.Adapters)
-		if !slices.Equal(next, r.adapters) {
-			// A newly registered adapter runs; removing one only changes
-			// what Reconciled means, so the resource is read again.
-			for _, a := range next {
-				if !slices.Contains(r.adapters, a) {
-					r.pending[a] = true
-				}
-			}
-			r.adapters, r.wake = next, true
-			r.because(CauseOperator)
-		}
+		r.setRequired(s.Adapters)
 	}
 	if s.Optional != nil {
-		// A new optional adapter runs; one removed changes nothing the
-		// workflow decides on.
-		next := sortedCopy(s.Optional)
-		if !slices.Equal(next, r.optional) {
-			var added []string
-			for _, a := range next {
-				if !slices.Contains(r.optional, a) {
-					added = append(added, a)
-				}
-			}
-			r.optional = next
-			if len(added) > 0 {
-				r.because(CauseOperator)
-			}
-			r.ask(added...)
-		}
+		r.setOptional(s.Optional)
 	}
 	switch s.Reason {
 	case ReasonRemoved:
-		r.checkFirst, r.wake = true, true
+		r.round.checkFirst, r.round.wake = true, true
 		r.because(CauseOperator)
 	case ReasonChildRemoved:
 		// A deleting cluster waits for its node pools; any other needs
 		// nothing from a node pool's removal.
-		if r.deleting {
+		if r.last.deleting {
 			r.runNotDone(CauseChild)
 		}
 	case ReasonObjectChanged:
-		due := r.changedAdapters(s)
+		due := r.adapters.changed(s)
 		if len(due) > 0 {
 			r.because(CauseWake)
 		}
-		r.ask(due...)
-		r.log.Info("managed objects changed", "adapters", s.Changed, "due", due, "detail", s.Detail)
+		r.adapters.ask(due...)
+		r.run.log.Info("managed objects changed", "adapters", s.Changed, "due", due, "detail", s.Detail)
 	case ReasonParentReconciled:
 		// The parent is what a waiting child's adapters may wait for; a
 		// Reconciled child is left alone (an extra run of an adapter that
 		// gates re-runs on how long the resource has been Reconciled
 		// would report it unavailable).
-		if !r.reconciled {
+		if !r.last.reconciled {
 			r.runNotDone(CauseParent)
 		}
 	case ReasonUpgrade:
@@ -450,42 +364,49 @@ func (r *reconciler) applyChange(s Signal) {
 	}
 }
 
+// setRequired replaces the required adapters. A newly registered adapter
+// runs; removing one only changes what Reconciled means, so the resource
+// is read again.
+func (r *reconciler) setRequired(names []string) {
+	next := sortedCopy(names)
+	if slices.Equal(next, r.adapters.required) {
+		return
+	}
+	for _, a := range next {
+		if !slices.Contains(r.adapters.required, a) {
+			r.adapters.ask(a)
+		}
+	}
+	r.adapters.required, r.round.wake = next, true
+	r.because(CauseOperator)
+}
+
+// setOptional replaces the optional adapters. A new optional adapter
+// runs; one removed changes nothing the workflow decides on.
+func (r *reconciler) setOptional(names []string) {
+	next := sortedCopy(names)
+	if slices.Equal(next, r.adapters.optional) {
+		return
+	}
+	var added []string
+	for _, a := range next {
+		if !r.adapters.isOptional(a) {
+			added = append(added, a)
+		}
+	}
+	r.adapters.optional = next
+	if len(added) > 0 {
+		r.because(CauseOperator)
+	}
+	r.adapters.ask(added...)
+}
+
 // runNotDone asks a round at once, for the adapters not done: what a
 // resource waiting on something else needs when that something changes.
 func (r *reconciler) runNotDone(c RoundCause) {
 	r.because(c)
 	r.askUnsettled(r.unsettled())
-	r.wake = true
-}
-
-// changedAdapters picks the registered and optional adapters a change
-// notice asks to run: those with an object in a state their last run did
-// not see (a burst of updates often ends in the state a round already
-// read), or, for a notice without object states, every adapter it names.
-func (r *reconciler) changedAdapters(s Signal) []string {
-	due := map[string]bool{}
-	if len(s.Objects) == 0 {
-		for _, a := range s.Changed {
-			due[a] = true
-		}
-	}
-	for _, o := range s.Objects {
-		if o.Digest == "" || r.seen[o.Adapter][o.Object] != o.Digest {
-			due[o.Adapter] = true
-		}
-	}
-	var out []string
-	for _, a := range r.adapters {
-		if due[a] {
-			out = append(out, a)
-		}
-	}
-	for _, a := range r.optional {
-		if due[a] {
-			out = append(out, a)
-		}
-	}
-	return out
+	r.round.wake = true
 }
 
 // observe reads the resource back (a local activity on the reconciler's
@@ -499,175 +420,31 @@ func (r *reconciler) observe(ctx workflow.Context) (gone bool, err error) {
 		RetryPolicy:            readRetry,
 	})
 	var state ResourceState
-	if err := workflow.ExecuteLocalActivity(lctx, ActivityReadResource, r.ref).Get(ctx, &state); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, ActivityReadResource, r.run.ref).Get(ctx, &state); err != nil {
 		return false, err
 	}
 	if state.Gone {
-		r.phase = PhaseFinished
-		r.log.Info("resource removed: reconcile finished", "round", r.round)
+		r.round.phase = PhaseFinished
+		r.run.log.Info("resource removed: reconcile finished", "round", r.round.number)
 		return true, nil
 	}
-	if state.Generation > r.latest {
-		r.latest, r.all = state.Generation, true // a bump whose signal has not arrived yet
+	if state.Generation > r.round.latest {
+		r.round.latest, r.round.all = state.Generation, true // a bump whose signal has not arrived yet
 		r.because(CauseGeneration)
 	}
-	r.reconciled = state.Reconciled
-	r.deleting = state.Deleting
-	r.reason = state.Reason
-	r.settled, r.settledAt = state.Settled, state.Generation
+	r.last = readBack{reconciled: state.Reconciled, deleting: state.Deleting, reason: state.Reason,
+		settled: state.Settled, settledAt: state.Generation}
 	r.upsertAttributes(ctx)
 	return false, nil
 }
 
-// runAdapters runs the adapters, in parallel, one activity each.
-func (r *reconciler) runAdapters(ctx workflow.Context, adapters []string) {
-	wg := workflow.NewWaitGroup(ctx)
-	for _, name := range adapters {
-		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			r.record(ctx, name, r.target, r.runAdapter(ctx, name, r.target))
-		})
-	}
-	wg.Wait(ctx)
-}
-
-// startOptional starts each optional adapter's run at generation gen
-// without waiting for it: a slow, failing or unhosted optional adapter
-// (whose activity waits up to five minutes for a worker) must not hold the
-// round's read-back or the next round. One run per adapter at a time:
-// asked for again while it runs, it runs once more afterwards, at the
-// newest generation.
-func (r *reconciler) startOptional(ctx workflow.Context, adapters []string, gen int64) {
-	for _, name := range adapters {
-		if r.inflight[name] {
-			r.again[name] = true
-			continue
-		}
-		r.inflight[name] = true
-		// Each run has its own generation: a run asked for again moves
-		// its own on, not its siblings'.
-		gen := gen
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			for {
-				run := r.runAdapter(ctx, name, gen)
-				r.record(ctx, name, gen, run)
-				again := r.again[name] && slices.Contains(r.optional, name)
-				delete(r.again, name)
-				if !again {
-					break
-				}
-				gen = r.latest
-			}
-			delete(r.inflight, name)
-		})
-	}
-}
-
-// adapterRun is how one adapter's run ended.
-type adapterRun struct {
-	outcome Outcome
-	detail  string
-	// seen, watched and recheckAt are RunResult's; seen is nil when the
-	// run failed.
-	seen      map[string]string
-	watched   bool
-	recheckAt time.Time
-}
-
-// record keeps an adapter run's outcome for the state query, the backoff
-// and change notices.
-func (r *reconciler) record(ctx workflow.Context, name string, gen int64, run adapterRun) {
-	r.watched[name] = run.watched
-	if run.recheckAt.IsZero() {
-		delete(r.recheck, name)
-	} else {
-		r.recheck[name] = run.recheckAt
-	}
-	if run.seen == nil {
-		delete(r.seen, name)
-	} else {
-		r.seen[name] = run.seen
-	}
-	r.outcomes[name] = AdapterView{Generation: gen, Outcome: run.outcome, Detail: run.detail, FinishedAt: workflow.Now(ctx)}
-	if run.outcome == OutcomeError || run.outcome == OutcomeFailed {
-		if slices.Contains(r.optional, name) {
-			r.log.Warn("optional adapter did not succeed; the resource does not wait for it", "adapter", name, "generation", gen, "outcome", run.outcome, "detail", run.detail)
-		} else {
-			r.log.Warn("adapter did not succeed", "adapter", name, "generation", gen, "outcome", run.outcome, "detail", run.detail)
-		}
-	}
-}
-
-// runAdapter runs every phase of one adapter in one activity. A run already
-// under way when a newer generation arrives finishes (it read the resource
-// as the API had it when it started); the coalesced round follows at once.
-func (r *reconciler) runAdapter(ctx workflow.Context, name string, gen int64) adapterRun {
-	var res RunResult
-	if err := workflow.ExecuteActivity(r.adapterContext(ctx, name, 10*time.Minute), ActivityRun,
-		RunInput{Event: r.ref.Event(gen)}).Get(ctx, &res); err != nil {
-		return adapterRun{outcome: OutcomeError, detail: activityError("run", err)}
-	}
-	out := adapterRun{seen: res.Seen, watched: res.Watched, recheckAt: res.RecheckAt}
-	out.outcome, out.detail = outcomeOf(res.Summary)
-	if out.seen == nil {
-		out.seen = map[string]string{}
-	}
-	return out
+// readRetry is the retry policy of the read-back: until the API answers.
+var readRetry = &temporal.RetryPolicy{
+	InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+	NonRetryableErrorTypes: []string{ErrConfig},
 }
 
 // metrics is the workflow's metrics handler, tagged with the resource kind.
 func (r *reconciler) metrics(ctx workflow.Context) client.MetricsHandler {
-	return workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": r.ref.Kind})
-}
-
-// waitsOnWatches reports whether every adapter not done ran successfully at
-// the round's generation and waits only on objects its worker watches (an
-// applied Job not complete yet, a Deployment rolling out): their change of
-// readiness wakes the workflow, so the backoff is only the safety net for
-// a change no watch reported. An adapter whose precondition was not met,
-// that failed, or that applied nothing is retried on the usual backoff.
-func (r *reconciler) waitsOnWatches() bool {
-	rest := r.unsettled()
-	if len(rest) == 0 {
-		return false
-	}
-	for _, a := range rest {
-		v, ok := r.outcomes[a]
-		if !ok || v.Generation != r.target || v.Outcome != OutcomeSuccess || !r.watched[a] || len(r.seen[a]) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// waitsOnTime reports whether every adapter not done skipped its resources
-// at the round's generation on a precondition that says when its answer
-// changes (RunResult.RecheckAt): nothing but time, or a change that wakes
-// the workflow anyway, can make them run differently before then.
-func (r *reconciler) waitsOnTime() bool {
-	if r.converged() {
-		return false
-	}
-	rest := r.unsettled()
-	for _, a := range rest {
-		v, ok := r.outcomes[a]
-		if _, timed := r.recheck[a]; !ok || !timed || v.Generation != r.target || v.Outcome != OutcomeSkipped {
-			return false
-		}
-	}
-	return len(rest) > 0
-}
-
-// outcomeOf reads an adapter run's outcome from its summary.
-func outcomeOf(s Summary) (outcome Outcome, detail string) {
-	switch {
-	case s.Gone:
-		return OutcomeGone, s.SkipReason
-	case s.ExecutionStatus == phase.ExecutionFailed:
-		return OutcomeFailed, string(s.ErrorPhase) + ": " + s.Error
-	case s.ResourcesSkipped:
-		return OutcomeSkipped, s.SkipReason
-	}
-	return OutcomeSuccess, ""
+	return workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": r.run.ref.Kind})
 }

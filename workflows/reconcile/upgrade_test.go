@@ -94,10 +94,10 @@ func TestUpgradeNoticeMovesAnIdleRunToTheCurrentVersion(t *testing.T) {
 	if got := h.rounds(1); got[0] != "validation@1" {
 		t.Errorf("rounds = %q, want only the first", got)
 	}
-	if next.Carry == nil || next.Carry.Round != 1 || !next.Carry.Reconciled || next.Carry.All || len(next.Carry.Pending) != 0 {
+	if next.Carry == nil || next.Carry.Round != 1 || !next.Carry.Reconciled || next.Carry.All || len(asked(next.Carry)) != 0 {
 		t.Errorf("carry = %+v, want round 1, Reconciled, nothing pending", next.Carry)
 	}
-	if next.Protocol != inputProtocol || next.Generation != 1 {
+	if !next.LocalRuns || next.Generation != 1 {
 		t.Errorf("continued with %+v", next)
 	}
 }

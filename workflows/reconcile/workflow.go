@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -25,71 +23,68 @@ func Workflow(ctx workflow.Context, in Input) error {
 	if err := r.setup(ctx, in); err != nil {
 		return err
 	}
-	return r.run(ctx)
+	return r.loop(ctx)
 }
 
-// reconciler is the workflow's state. Everything here is deterministic:
-// time comes from workflow.Now, adapters are iterated in sorted order.
+// reconciler is the workflow's state, in four parts: what this run
+// reconciles and how, each adapter's state, the rounds, and what the API
+// said after the last one. Everything here is deterministic: time comes
+// from workflow.Now, adapters are iterated in sorted order.
 type reconciler struct {
-	ref      Ref
-	tenant   string // the resource's tenancy, canonical form ("" without)
-	opts     Options
-	adapters []string
-	// optional adapters run in the background of rounds (startOptional):
-	// optPending are those asked for, inflight those with a run under way,
-	// again those asked for while it was, to run once more at the newest
-	// generation.
-	optional   []string
-	optPending map[string]bool
-	inflight   map[string]bool
-	again      map[string]bool
-	signals    workflow.ReceiveChannel
-	log        log.Logger
+	run      runContext
+	adapters adapterTable
+	round    roundState
+	last     readBack
+}
 
-	latest     int64 // newest generation known
-	target     int64 // generation of the current round
-	round      int64 // rounds over the workflow's whole life
-	roundsRun  int   // rounds in this run, for continue-as-new
-	failures   int   // rounds since last Reconciled or progress, for the backoff
-	reconciled bool
-	deleting   bool
-	reason     string
-	phase      Phase
-	nextRound  time.Time
-	waitCause  WaitCause
-	// cause is why the next round runs, for its log line and the rounds
-	// metric (RoundCause).
-	cause    RoundCause
-	outcomes map[string]AdapterView
-
-	// settled are the adapters whose stored report already says they are
-	// done (Available, or Finalized while deleting) at generation settledAt,
-	// as read back after the last round.
-	settled   []string
-	settledAt int64
-
-	// wake asks for a round now although no newer generation is known.
-	wake bool
-	// pending are the adapters the next round runs, all of them when all
-	// is set.
-	pending map[string]bool
-	all     bool
-	// seen is, per adapter, the digest of each object its last run
-	// discovered: a change notice for a state already seen runs nothing.
-	seen map[string]map[string]string
-	// watched is, per adapter, whether its worker watches every object its
-	// last run applied (RunResult.Watched): it picks the safety-net
-	// window and the backoff of a round waiting on watched objects.
-	watched map[string]bool
-	// recheck is, per adapter, when a time-based precondition of its last
-	// run gives another answer (RunResult.RecheckAt).
-	recheck map[string]time.Time
-	// checkFirst asks to read the resource before running adapters: the
-	// API said it was removed.
-	checkFirst bool
+// runContext is what the run reconciles and how.
+type runContext struct {
+	ref    Ref
+	tenant string // the resource's tenancy, canonical form ("" without)
+	opts   Options
+	// local runs the required adapters hosted beside the reconciler as
+	// local activities (Input.LocalRuns).
+	local   bool
+	signals workflow.ReceiveChannel
+	log     log.Logger
 	// attrs are the search attribute values last written, so unchanged
 	// values do not add history events.
 	attrs *attrValues
+}
+
+// roundState is where the rounds stand: their numbers, what the next one
+// runs and why, and the wait before it.
+type roundState struct {
+	latest int64 // newest generation known
+	target int64 // generation of the current round
+	number int64 // rounds over the workflow's whole life
+	inRun  int   // rounds in this run, for continue-as-new
+	// failures counts rounds since the last Reconciled or progress, for
+	// the backoff.
+	failures int
+	// cause is why the next round runs, for its log line and the rounds
+	// metric (RoundCause).
+	cause RoundCause
+	// all asks the next round to run every adapter; wake asks for a round
+	// although no adapter is asked for (the resource is read again).
+	all, wake bool
+	// checkFirst asks to read the resource before running adapters: the
+	// API said it was removed.
+	checkFirst bool
+	phase      Phase
+	nextRound  time.Time
+	waitCause  WaitCause
+}
+
+// readBack is what the API said of the resource after the last round.
+type readBack struct {
+	reconciled bool
+	deleting   bool
+	reason     string
+	// settled are the adapters whose stored report says they are done
+	// (Available, or Finalized while deleting) at generation settledAt.
+	settled   []string
+	settledAt int64
 }
 
 type attrValues struct {
@@ -101,59 +96,50 @@ func (r *reconciler) setup(ctx workflow.Context, in Input) error {
 	if in.Ref.ID == "" || in.Ref.Kind == "" {
 		return temporal.NewNonRetryableApplicationError("the workflow input names no resource", ErrConfig, nil)
 	}
-	r.ref, r.opts, r.latest = in.Ref, in.Options.WithDefaults(), in.Generation
-	r.adapters = sortedCopy(in.Adapters)
-	r.optional = sortedCopy(in.Optional)
-	r.optPending, r.inflight, r.again = map[string]bool{}, map[string]bool{}, map[string]bool{}
-	r.outcomes = map[string]AdapterView{}
-	r.pending = map[string]bool{}
-	r.seen = map[string]map[string]string{}
-	r.watched = map[string]bool{}
-	r.recheck = map[string]time.Time{}
-	r.phase = PhaseRunning
+	r.run = runContext{ref: in.Ref, opts: in.Options.WithDefaults(), local: in.LocalRuns, tenant: in.Tenant}
+	r.adapters = newAdapterTable(in.Adapters, in.Optional)
+	r.round = roundState{latest: in.Generation, phase: PhaseRunning, all: true}
 	// A new run starts with a round of every adapter, unless it carries a
 	// narrower request over from continue-as-new.
-	r.all = true
 	if c := in.Carry; c != nil {
-		r.round, r.failures, r.reconciled = c.Round, c.Failures, c.Reconciled
-		r.wake, r.checkFirst = c.Wake, c.CheckFirst
-		for k, v := range c.Adapters {
-			r.outcomes[k] = v
-		}
-		r.settled, r.settledAt, r.deleting = c.Settled, c.SettledAt, c.Deleting
-		for k, v := range c.Seen {
-			r.seen[k] = v
-		}
-		maps.Copy(r.watched, c.Watched)
-		maps.Copy(r.recheck, c.Recheck)
-		r.cause = c.Cause
-		// The pending round is exactly what it was (none at all when none
-		// was pending), and the generation it acted on is the newest known.
-		r.all, r.target = c.All, r.latest
-		r.ask(c.Pending...)
+		r.resume(c)
 	}
-	r.attrs = startAttributes(ctx, r.ref)
+	r.run.attrs = startAttributes(ctx, r.run.ref)
 	// The tenancy comes with the input; HyperFleetTenant, which the
 	// relay sets with it, stands in for an input without one.
-	r.tenant = in.Tenant
-	if r.tenant == "" {
-		r.tenant, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(AttrTenant)
+	if r.run.tenant == "" {
+		r.run.tenant, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(AttrTenant)
 	}
-	r.signals = workflow.GetSignalChannel(ctx, SignalName)
-	r.log = log.With(workflow.GetLogger(ctx), "kind", r.ref.Kind, "resource_id", r.ref.ID)
-	if r.tenant != "" {
-		r.log = log.With(r.log, "tenant", r.tenant)
+	r.run.signals = workflow.GetSignalChannel(ctx, SignalName)
+	r.run.log = log.With(workflow.GetLogger(ctx), "kind", r.run.ref.Kind, "resource_id", r.run.ref.ID)
+	if r.run.tenant != "" {
+		r.run.log = log.With(r.run.log, "tenant", r.run.tenant)
 	}
 	return workflow.SetQueryHandler(ctx, QueryName, r.view)
 }
 
+// resume takes over the state the previous run handed over.
+func (r *reconciler) resume(c *Carry) {
+	r.round.number, r.round.failures = c.Round, c.Failures
+	r.round.wake, r.round.checkFirst, r.round.cause = c.Wake, c.CheckFirst, c.Cause
+	r.last = readBack{reconciled: c.Reconciled, deleting: c.Deleting, settled: c.Settled, settledAt: c.SettledAt}
+	// The pending round is exactly what it was (none at all when none
+	// was pending), and the generation it acted on is the newest known.
+	r.round.all, r.round.target = c.All, r.round.latest
+	for name, s := range c.adapterStates() {
+		r.adapters.get(name).restore(s)
+	}
+}
+
 func (r *reconciler) view() (View, error) {
-	out := View{Ref: r.ref, Generation: r.latest, Target: r.target, Round: r.round, Phase: r.phase,
-		Reconciled: r.reconciled, Reason: r.reason, NextRound: r.nextRound, NextRoundCause: r.waitCause,
-		Adapters: map[string]AdapterView{}, Tenant: r.tenant,
-		Optional: slices.Clone(r.optional), Running: sortedKeys(r.inflight)}
-	for k, v := range r.outcomes {
-		out.Adapters[k] = v
+	out := View{Ref: r.run.ref, Generation: r.round.latest, Target: r.round.target, Round: r.round.number, Phase: r.round.phase,
+		Reconciled: r.last.reconciled, Reason: r.last.reason, NextRound: r.round.nextRound, NextRoundCause: r.round.waitCause,
+		Adapters: map[string]AdapterView{}, Tenant: r.run.tenant,
+		Optional: slices.Clone(r.adapters.optional), Running: r.adapters.running()}
+	for name, s := range r.adapters.state {
+		if s.ran {
+			out.Adapters[name] = s.last
+		}
 	}
 	return out, nil
 }
@@ -161,59 +147,23 @@ func (r *reconciler) view() (View, error) {
 // backoff is the wait before re-running a resource that is not Reconciled:
 // InitialBackoff doubling per failed round, capped at MaxBackoff.
 func (r *reconciler) backoff() time.Duration {
-	d := r.opts.InitialBackoff
-	for i := 0; i < r.failures && d < r.opts.MaxBackoff; i++ {
+	o := r.run.opts
+	d := o.InitialBackoff
+	for i := 0; i < r.round.failures && d < o.MaxBackoff; i++ {
 		d *= 2
 	}
-	return min(d, r.opts.MaxBackoff)
+	return min(d, o.MaxBackoff)
 }
 
 // drainSignals applies every signal received so far without blocking.
-func (r *reconciler) drainSignals(ctx workflow.Context) {
+func (r *reconciler) drainSignals() {
 	for {
 		var s Signal
-		if !r.signals.ReceiveAsync(&s) {
+		if !r.run.signals.ReceiveAsync(&s) {
 			return
 		}
 		r.applyChange(s)
 	}
-}
-
-func activityError(phase string, err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return phase + ": " + app.Error()
-	}
-	var to *temporal.TimeoutError
-	if errors.As(err, &to) {
-		return phase + ": " + to.Error() + " (is a worker hosting this adapter running?)"
-	}
-	return phase + ": " + err.Error()
-}
-
-// adapterContext routes an adapter activity to the adapter's own task
-// queue. A queue no worker polls fails after ScheduleToStart instead of
-// holding the round.
-func (r *reconciler) adapterContext(ctx workflow.Context, adapter string, timeout time.Duration) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              AdapterTaskQueue(adapter),
-		ScheduleToStartTimeout: 5 * time.Minute,
-		StartToCloseTimeout:    timeout,
-		HeartbeatTimeout:       r.opts.HeartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{ErrConfig, ErrRejected},
-		},
-	})
-}
-
-// readRetry is the retry policy of the read-back: until the API answers.
-var readRetry = &temporal.RetryPolicy{
-	InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-	NonRetryableErrorTypes: []string{ErrConfig},
 }
 
 // startAttributes are the search attribute values the run started with,
@@ -231,18 +181,19 @@ func startAttributes(ctx workflow.Context, ref Ref) *attrValues {
 }
 
 func (r *reconciler) upsertAttributes(ctx workflow.Context) {
-	now := attrValues{generation: r.latest, reconciled: r.reconciled}
-	if r.attrs != nil && *r.attrs == now {
+	now := attrValues{generation: r.round.latest, reconciled: r.last.reconciled}
+	if r.run.attrs != nil && *r.run.attrs == now {
 		return
 	}
+	ref := r.run.ref
 	err := workflow.UpsertTypedSearchAttributes(ctx,
-		AttrKind.ValueSet(r.ref.Kind), AttrResourceID.ValueSet(r.ref.ID),
+		AttrKind.ValueSet(ref.Kind), AttrResourceID.ValueSet(ref.ID),
 		AttrGeneration.ValueSet(now.generation), AttrReconciled.ValueSet(now.reconciled))
 	if err != nil {
-		r.log.Warn("search attributes not updated", "error", err)
+		r.run.log.Warn("search attributes not updated", "error", err)
 		return
 	}
-	r.attrs = &now
+	r.run.attrs = &now
 }
 
 // continueAsNew starts a fresh run with the same state, so a resource that
@@ -252,37 +203,14 @@ func (r *reconciler) upsertAttributes(ctx workflow.Context) {
 // pinned there): every continue-as-new is a safe point to take a new
 // release, whatever code the next run has.
 func (r *reconciler) continueAsNew(ctx workflow.Context) error {
-	r.drainSignals(ctx)
-	// An optional adapter's run under way ends with this run (its result
-	// would reach no one): the next run starts it again.
-	pending := maps.Clone(r.pending)
-	for _, set := range []map[string]bool{r.optPending, r.inflight} {
-		for a := range set {
-			pending[a] = true
-		}
-	}
-	carry := &Carry{Round: r.round, Failures: r.failures, Reconciled: r.reconciled,
-		Wake: r.wake, CheckFirst: r.checkFirst, Adapters: map[string]AdapterView{},
-		All: r.all, Pending: sortedKeys(pending),
-		Settled: r.settled, SettledAt: r.settledAt, Deleting: r.deleting, Cause: r.cause}
-	for k, v := range r.outcomes {
-		carry.Adapters[k] = v
-	}
-	if len(r.seen) > 0 {
-		carry.Seen = r.seen
-	}
-	if len(r.watched) > 0 {
-		carry.Watched = r.watched
-	}
-	if len(r.recheck) > 0 {
-		carry.Recheck = r.recheck
-	}
-	if carry.Pending == nil {
-		carry.Pending = []string{}
-	}
-	r.log.Info("continuing as new", "generation", r.latest, "round", r.round)
-	next := NewInput(r.ref, r.latest, r.adapters, r.opts)
-	next.Optional, next.Carry, next.Tenant = r.optional, carry, r.tenant
+	r.drainSignals()
+	carry := &Carry{Round: r.round.number, Failures: r.round.failures, Reconciled: r.last.reconciled,
+		Wake: r.round.wake, CheckFirst: r.round.checkFirst, All: r.round.all, Cause: r.round.cause,
+		Settled: r.last.settled, SettledAt: r.last.settledAt, Deleting: r.last.deleting,
+		States: r.adapters.snapshot()}
+	r.run.log.Info("continuing as new", "generation", r.round.latest, "round", r.round.number)
+	next := NewInput(r.run.ref, r.round.latest, r.adapters.required, r.run.opts)
+	next.Optional, next.Carry, next.Tenant = r.adapters.optional, carry, r.run.tenant
 	return workflow.NewContinueAsNewErrorWithOptions(ctx,
 		workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
 		WorkflowName, next)
@@ -292,15 +220,4 @@ func sortedCopy(in []string) []string {
 	out := slices.Clone(in)
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k, v := range m {
-		if v {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

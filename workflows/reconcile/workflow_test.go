@@ -48,11 +48,17 @@ type harness struct {
 	readAt []time.Time
 	// counters captures the workflow's counters (metrics_test.go).
 	counters *counters
+	// notHosted are adapters whose local runs answer that the worker
+	// does not host them; refused records each such answer.
+	notHosted map[string]bool
+	refused   []string
 }
 
 type call struct {
 	adapter    string
 	generation int64
+	// local says the run was a local activity.
+	local bool
 }
 
 func (c call) String() string { return fmt.Sprintf("%s@%d", c.adapter, c.generation) }
@@ -98,11 +104,19 @@ func newHarness(t *testing.T) *harness {
 // whole body holds the lock: parallel adapters' runs call the tests'
 // callbacks concurrently, and those keep state of their own.
 func (h *harness) runActivity(ctx context.Context, in RunInput) (RunResult, error) {
-	adapter := strings.TrimPrefix(activity.GetInfo(ctx).TaskQueue, AdapterTaskQueue(""))
+	info := activity.GetInfo(ctx)
+	adapter := strings.TrimPrefix(info.TaskQueue, AdapterTaskQueue(""))
+	if info.IsLocalActivity {
+		adapter = in.Adapter
+	}
 	now := h.env.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.calls = append(h.calls, call{adapter: adapter, generation: in.Event.Generation})
+	if info.IsLocalActivity && h.notHosted[adapter] {
+		h.refused = append(h.refused, adapter)
+		return RunResult{Adapter: adapter, NotHosted: true}, nil
+	}
+	h.calls = append(h.calls, call{adapter: adapter, generation: in.Event.Generation, local: info.IsLocalActivity})
 	summary := Summary{ExecutionStatus: "success"}
 	if h.run != nil {
 		var err error
@@ -615,7 +629,7 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.Ref != cluster || next.Generation != 2 || next.Protocol != inputProtocol || next.Carry == nil || next.Carry.Round != 2 {
+	if next.Ref != cluster || next.Generation != 2 || !next.LocalRuns || next.Carry == nil || next.Carry.Round != 2 {
 		t.Errorf("continued with %+v carry %+v, want the generation-2 signal and 2 rounds carried", next, next.Carry)
 	}
 	if !next.Carry.All || fmt.Sprint(next.Carry.Settled) != "[validation]" || next.Carry.SettledAt != 1 {
@@ -624,9 +638,21 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	if next.Options.RoundsPerRun != 2 || next.Options.StabilityWindow != 30*time.Minute {
 		t.Errorf("options not carried: %+v", next.Options)
 	}
-	if next.Carry.Adapters["validation"].Outcome != OutcomeSuccess {
-		t.Errorf("adapter views not carried: %+v", next.Carry.Adapters)
+	if v := next.Carry.States["validation"].Last; v == nil || v.Outcome != OutcomeSuccess {
+		t.Errorf("adapter states not carried: %+v", next.Carry.States)
 	}
+}
+
+// asked lists the adapters a carry says the pending round runs, sorted.
+func asked(c *Carry) []string {
+	var out []string
+	for name, s := range c.adapterStates() {
+		if s.Asked {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func TestContinuedRunResumesWhereItWas(t *testing.T) {
@@ -635,6 +661,21 @@ func TestContinuedRunResumesWhereItWas(t *testing.T) {
 		h.states = []ResourceState{reconciledAt(2), gone}
 		h.exec(Input{Ref: cluster, Generation: 2, Adapters: threeAdapters,
 			Carry: &Carry{Round: 200, Failures: 3, Pending: []string{"validation-job"}, Adapters: map[string]AdapterView{"validation": {Generation: 1, Outcome: OutcomeSuccess}}}})
+		if got := h.rounds(1, 3); got[0] != "validation-job@2" {
+			t.Errorf("first round after continue-as-new = %q, want the pending adapter only", got[0])
+		}
+		if v := h.view(); v.Round != 202 || v.Adapters["validation"].Generation != 2 {
+			t.Errorf("view = %+v, want round 202 and fresh adapter views", v)
+		}
+	})
+	// The same state, as this release hands it over: one value per
+	// adapter.
+	t.Run("a pending round of one adapter, one state per adapter", func(t *testing.T) {
+		h := newHarness(t)
+		h.states = []ResourceState{reconciledAt(2), gone}
+		done := AdapterView{Generation: 1, Outcome: OutcomeSuccess}
+		h.exec(Input{Ref: cluster, Generation: 2, Adapters: threeAdapters, Carry: &Carry{Round: 200, Failures: 3,
+			States: map[string]AdapterState{"validation": {Last: &done, Watched: true}, "validation-job": {Asked: true}}}})
 		if got := h.rounds(1, 3); got[0] != "validation-job@2" {
 			t.Errorf("first round after continue-as-new = %q, want the pending adapter only", got[0])
 		}
