@@ -21,6 +21,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
 	adaptermetrics "github.com/hyperfleet/hyperfleet/adapter/metrics"
 	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/admission"
 	"github.com/hyperfleet/hyperfleet/apiserver/relay"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/worker/wake"
@@ -44,6 +45,11 @@ type Config struct {
 	RelayResyncRate float64
 	// RelayHandoffRate bounds the relay's hand-offs a second (0: none).
 	RelayHandoffRate float64
+	// NoAdmission turns the relay's admission control off;
+	// AdmissionHandoffTarget sets its hand-off latency target (0: the
+	// default).
+	NoAdmission            bool
+	AdmissionHandoffTarget time.Duration
 	// Adapters to host in-process, with what they share; the API base URL
 	// and the logger are the system's own.
 	Adapters    []worker.AdapterFiles
@@ -110,10 +116,11 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 
 	s.Relay = relay.New(relay.Config{
 		Store: app.Store, Temporal: cfg.Temporal, Registered: app.Registered, Optional: app.Optional, Kinds: app.Kinds,
-		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate, HandoffRate: cfg.RelayHandoffRate, Tracer: cfg.API.Server.Tracer,
+		Options: cfg.Reconcile, Sweep: cfg.RelaySweep, ResyncRate: cfg.RelayResyncRate, HandoffRate: cfg.RelayHandoffRate, NoAdmission: cfg.NoAdmission, Admission: admission.Config{HandoffTarget: cfg.AdmissionHandoffTarget}, Tracer: cfg.API.Server.Tracer,
 		Registerer: app.Metrics.Registry, Logger: cfg.Logger.With().Str("component", "relay").Logger(),
 	})
 	app.Service.OnOutbox(s.Relay.Nudge)
+	app.Service.ShowAdmission()
 	app.Server.AddReadinessCheck(apiserver.Check{Name: "workflow-engine", Check: s.Relay.Check})
 	s.goRun(func() error { return s.Relay.Run(runCtx) })
 	s.goRun(func() error { return app.Server.Serve(runCtx, ln) })

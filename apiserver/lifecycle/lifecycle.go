@@ -67,6 +67,9 @@ type Service struct {
 	log        zerolog.Logger
 	now        func() time.Time
 	onOutbox   atomic.Pointer[func()]
+	// showAdmission says reads mark resources whose change waits in the
+	// outbox (ShowAdmission).
+	showAdmission atomic.Bool
 }
 
 // New builds a Service.
@@ -106,6 +109,13 @@ func (s *Service) inTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	}
 	return err
 }
+
+// ShowAdmission makes reads say, in the Ready and Reconciled conditions
+// of a resource not Reconciled, when its change still waits in the outbox
+// for admission control (reason AwaitingAdmission). Only a process that
+// hands the outbox over (runs a relay) turns it on: without one every
+// change would wait for ever.
+func (s *Service) ShowAdmission() { s.showAdmission.Store(true) }
 
 // OnOutbox sets what is called after a transaction that wrote outbox rows
 // has committed: the relay's cue to hand them to Temporal at once.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/hyperfleet/hyperfleet/apiserver/aggregation"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
@@ -24,11 +25,26 @@ func (s *Service) GetAny(ctx context.Context, id string) (*resource.Resource, er
 	if err != nil {
 		return nil, problem.Internal(err)
 	}
+	if err := s.markQueued(ctx, r); err != nil {
+		return nil, problem.Internal(err)
+	}
 	return r, nil
 }
 
 // Get returns a resource; a node pool must belong to the cluster in its path.
 func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) {
+	r, err := s.get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.markQueued(ctx, r); err != nil {
+		return nil, problem.Internal(err)
+	}
+	return r, nil
+}
+
+// get is Get as the other operations need it: the stored resource.
+func (s *Service) get(ctx context.Context, ref Ref) (*resource.Resource, error) {
 	r, err := s.store.GetResource(ctx, ref.Kind, ref.ID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (!belongs(r, ref) || !visible(ctx, r)) {
 		return nil, notFound(ref)
@@ -37,6 +53,34 @@ func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) 
 		return nil, problem.Internal(err)
 	}
 	return r, nil
+}
+
+// markQueued says, in the conditions of each resource that is not
+// Reconciled and whose change waits in the outbox, that it waits for
+// admission (ShowAdmission). A Reconciled resource is not looked up.
+func (s *Service) markQueued(ctx context.Context, rs ...*resource.Resource) error {
+	if !s.showAdmission.Load() {
+		return nil
+	}
+	var ids []string
+	for _, r := range rs {
+		if c, ok := r.Condition(resource.ConditionReady); !ok || c.Status != resource.StatusTrue {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	queued, err := s.store.Queued(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if queued[r.ID] {
+			r.Status.Conditions = aggregation.AwaitingAdmission(r.Status.Conditions)
+		}
+	}
+	return nil
 }
 
 func belongs(r *resource.Resource, ref Ref) bool {
@@ -69,7 +113,7 @@ func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 			return store.Page{}, err
 		}
 		if p.ParentID != "" {
-			if _, err := s.Get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
+			if _, err := s.get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
 				return store.Page{}, err
 			}
 		}
@@ -93,6 +137,13 @@ func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 	}
 	page, err := s.store.ListResources(ctx, q)
 	if err != nil {
+		return store.Page{}, problem.Internal(err)
+	}
+	items := make([]*resource.Resource, len(page.Items))
+	for i := range page.Items {
+		items[i] = &page.Items[i]
+	}
+	if err := s.markQueued(ctx, items...); err != nil {
 		return store.Page{}, problem.Internal(err)
 	}
 	return page, nil

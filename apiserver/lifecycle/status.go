@@ -65,6 +65,15 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 			return err
 		}
 		res.Status = &st
+		// An adapter's first report at a newer generation is the round
+		// at that generation starting: the relay's admission control
+		// stops counting it as in flight. Only adapters the kind declares
+		// count, so no other caller can release one.
+		if s.isDeclared(r.Kind, report.Adapter) && (existing == nil || existing.ObservedGeneration < st.ObservedGeneration) {
+			if err := tx.StartRound(ctx, r.ID, st.ObservedGeneration, now); err != nil {
+				return err
+			}
+		}
 		if outcome == statusreport.StoreOnly || !s.isRegistered(r.Kind, report.Adapter) {
 			return nil
 		}
@@ -102,7 +111,7 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 
 // ListStatuses pages through the stored reports of a resource.
 func (s *Service) ListStatuses(ctx context.Context, ref Ref, page, size int) ([]resource.AdapterStatus, int64, error) {
-	if _, err := s.Get(ctx, ref); err != nil {
+	if _, err := s.get(ctx, ref); err != nil {
 		return nil, 0, err
 	}
 	items, total, err := s.store.ListStatuses(ctx, ref.ID, (page-1)*size, size)

@@ -32,6 +32,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/time/rate"
 
+	"github.com/hyperfleet/hyperfleet/apiserver/admission"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -69,12 +70,21 @@ type Config struct {
 	// options (default 200), so a fleet-wide change does not flood
 	// Temporal.
 	ResyncRate float64
-	// HandoffRate bounds this relay's hand-offs a second (0: none). A burst
-	// of creates handed over faster than Temporal can run their rounds
-	// overloads its history service; past about a second a dispatch is
-	// lost and waits out the heartbeat timeout, and the retries feed the
-	// overload (docs/benchmarks.md, "The production shape"). Rows above
-	// the rate wait in the outbox, where writes keep succeeding.
+	// Admission tunes the admission control that keeps the rounds in
+	// flight across the fleet within what Temporal keeps up with (package
+	// admission): changes above it wait in the outbox, where writes keep
+	// succeeding. Its defaults need no tuning.
+	Admission admission.Config
+	// NoAdmission turns admission control off: every change is handed
+	// over at once, however many are in flight (tests of the hand-off
+	// alone).
+	NoAdmission bool
+	// HandoffRate bounds this relay's hand-offs a second (0: none), a
+	// hard cap on top of admission control. A burst of creates handed
+	// over faster than Temporal can run their rounds overloads its
+	// history service; past about a second a dispatch is lost and waits
+	// out its timeout, and the retries feed the overload
+	// (docs/benchmarks.md, "The production shape").
 	HandoffRate float64
 	// Tracer records each hand-off as a span, the child of the request
 	// that wrote the row (its stored traceparent); nil: no spans.
@@ -90,6 +100,8 @@ type Relay struct {
 	claim   int           // rows one pass takes from the outbox
 	nudge   chan struct{}
 	metrics relayMetrics
+	// admit is the admission control; nil when off.
+	admit *admitter
 	// lastErr is the last delivery failure, cleared by a success.
 	lastErr atomic.Pointer[error]
 }
@@ -119,6 +131,9 @@ func New(cfg Config) *Relay {
 	}
 	cfg.Options = cfg.Options.WithDefaults()
 	r := &Relay{cfg: cfg, nudge: make(chan struct{}, 1), metrics: newMetrics(cfg.Registerer)}
+	if !cfg.NoAdmission {
+		r.admit = newAdmitter(cfg.Store, cfg.Admission, cfg.Registerer)
+	}
 	r.claim = cfg.Batch
 	if cfg.HandoffRate > 0 {
 		r.limit = rate.NewLimiter(rate.Limit(cfg.HandoffRate), max(1, int(cfg.HandoffRate)))
@@ -160,6 +175,13 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer wg.Done()
 		r.retry(ctx, "ensure every live resource has a reconcile workflow", r.Resync)
 	}()
+	if r.admit != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.admissionLoop(ctx)
+		}()
+	}
 	defer wg.Wait()
 
 	var sweep <-chan time.Time
@@ -170,7 +192,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	backoff := time.Duration(0)
 	for {
-		n, err := r.Drain(ctx)
+		n, limit, err := r.drain(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -188,11 +210,51 @@ func (r *Relay) Run(ctx context.Context) error {
 		if n == r.claim {
 			continue // more rows are waiting
 		}
+		// The window of rounds in flight was full, or filled: rows may
+		// wait beyond it, and the window frees as rounds start anywhere
+		// in the fleet, which no nudge reports. Look again shortly.
+		var windowFull <-chan time.Time
+		if limit < r.claim && n == limit {
+			windowFull = time.After(admissionPoll)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-r.nudge:
 		case <-sweep:
+		case <-windowFull:
+		}
+	}
+}
+
+// admissionPoll is how often a relay whose window is full looks whether
+// rounds started: short enough not to leave the window idle, long enough
+// to cost nothing (one count of a small table).
+const admissionPoll = 200 * time.Millisecond
+
+// admissionLoop moves the admission window once a second.
+func (r *Relay) admissionLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := r.admit.tick(ctx, func(s admission.Snapshot, pending, inFlight int, rate float64) {
+			r.cfg.Logger.Info().Int("waiting", pending).Int("window", s.Window).Int("in_flight", inFlight).
+				Float64("started_per_second", math.Round(rate*10)/10).Str("expected_drain", drainTime(pending, rate).String()).
+				Str("congestion", s.Congested).Str("handoff_p90", s.HandoffP90.String()).Str("round_start_median", s.RoundMedian.String()).
+				Str("round_start_baseline", s.Baseline.String()).Msg("admission control: changes wait in the outbox for Temporal to keep up")
+		})
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			failing = true
+			r.cfg.Logger.Warn().Err(err).Msg("admission control cannot read its counts; the window stays as it is")
+		case err == nil:
+			failing = false
 		}
 	}
 }
@@ -222,10 +284,29 @@ func (r *Relay) retry(ctx context.Context, what string, fn func(context.Context)
 
 // Drain hands over one batch of pending rows and returns how many it read.
 // Rows of one resource are folded into one call at their newest
-// generation; rows whose call failed stay for the next pass.
+// generation; rows whose call failed stay for the next pass. With
+// admission control, a batch is at most what the window leaves free.
 func (r *Relay) Drain(ctx context.Context) (int, error) {
+	n, _, err := r.drain(ctx)
+	return n, err
+}
+
+// drain is Drain, also returning how many rows it was allowed to read.
+func (r *Relay) drain(ctx context.Context) (n, limit int, err error) {
+	limit = r.claim
+	if r.admit != nil {
+		free, err := r.admit.free(ctx)
+		if err != nil {
+			err = fmt.Errorf("count the rounds in flight: %w", err)
+			r.lastErr.Store(&err)
+			return 0, 0, err
+		}
+		if limit = min(limit, free); limit == 0 {
+			return 0, 0, nil
+		}
+	}
 	var errs []error
-	n, err := r.cfg.Store.ClaimOutbox(ctx, r.claim, func(ctx context.Context, rows []store.OutboxEntry) []int64 {
+	n, err = r.cfg.Store.ClaimOutbox(ctx, limit, func(ctx context.Context, rows []store.OutboxEntry) []int64 {
 		var acked []int64
 		acked, errs = r.deliverAll(ctx, rows)
 		return acked
@@ -236,10 +317,10 @@ func (r *Relay) Drain(ctx context.Context) (int, error) {
 	if len(errs) > 0 {
 		err := errors.Join(errs...)
 		r.lastErr.Store(&err)
-		return n, err
+		return n, limit, err
 	}
 	r.lastErr.Store(nil)
-	return n, nil
+	return n, limit, nil
 }
 
 // deliverAll hands rows to Temporal, one call per resource at its newest
@@ -247,9 +328,10 @@ func (r *Relay) Drain(ctx context.Context) (int, error) {
 func (r *Relay) deliverAll(ctx context.Context, rows []store.OutboxEntry) ([]int64, []error) {
 	groups := Group(rows)
 	var (
-		mu    sync.Mutex
-		acked []int64
-		errs  []error
+		mu        sync.Mutex
+		acked     []int64
+		errs      []error
+		delivered []Delivery
 	)
 	r.forEach(ctx, len(groups), func(ctx context.Context, i int) {
 		g := groups[i]
@@ -267,9 +349,17 @@ func (r *Relay) deliverAll(ctx context.Context, rows []store.OutboxEntry) ([]int
 			return
 		}
 		acked = append(acked, g.RowIDs...)
+		delivered = append(delivered, g)
 		r.metrics.delivered.WithLabelValues("ok").Inc()
 		r.metrics.handoff.Observe(time.Since(g.Oldest).Seconds())
 	})
+	if r.admit != nil {
+		// Counted even when ctx ended: Temporal has these rounds. A
+		// failure to count them leaves them uncounted, not lost.
+		if err := r.admit.admitted(context.WithoutCancel(ctx), delivered); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return acked, errs
 }
 
@@ -319,15 +409,15 @@ func (r *Relay) fingerprint() (string, error) {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
-	// Protocol is fixed at 2, the value every stored fingerprint has: a
-	// new workflow release changes nothing a running workflow must be told
-	// (worker versioning moves it), so releasing one sends no signal to
-	// the fleet.
-	// Optional joins the digest only when some kind has optional
+	// Format is the digest's own format, fixed at 2 (the value every
+	// stored fingerprint has, under the key "Protocol"): a new workflow
+	// release changes nothing a running workflow must be told (worker
+	// versioning moves it), so releasing one sends no signal to the
+	// fleet. Optional joins the digest only when some kind has optional
 	// adapters, so a deployment without any keeps its stored fingerprint
 	// and an upgrade signals no one.
 	doc := struct {
-		Protocol   int
+		Format     int `json:"Protocol"`
 		Kinds      []string
 		Registered map[string][]string
 		Optional   map[string][]string `json:",omitempty"`
@@ -365,7 +455,9 @@ func (r *Relay) reconciledKinds() []string {
 }
 
 // eachLive calls fn for every page of live resources of the reconciled
-// kinds.
+// kinds, leaving out those whose change waits in the outbox: its hand-off
+// will tell the workflow, through admission control, so the start-up pass
+// does not start a burst's workflows all at once.
 func (r *Relay) eachLive(ctx context.Context, fn func(kind string, page []store.LiveRef) error) error {
 	for _, kind := range r.reconciledKinds() {
 		after := ""
@@ -377,13 +469,29 @@ func (r *Relay) eachLive(ctx context.Context, fn func(kind string, page []store.
 			if len(page) == 0 {
 				break
 			}
+			after = page[len(page)-1].ID
+			if page, err = r.notQueued(ctx, page); err != nil {
+				return err
+			}
 			if err := fn(kind, page); err != nil {
 				return err
 			}
-			after = page[len(page)-1].ID
 		}
 	}
 	return nil
+}
+
+// notQueued drops the resources whose change waits in the outbox.
+func (r *Relay) notQueued(ctx context.Context, page []store.LiveRef) ([]store.LiveRef, error) {
+	ids := make([]string, len(page))
+	for i := range page {
+		ids[i] = page[i].ID
+	}
+	queued, err := r.cfg.Store.Queued(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the outbox: %w", err)
+	}
+	return slices.DeleteFunc(page, func(ref store.LiveRef) bool { return queued[ref.ID] }), nil
 }
 
 // resyncAll signals every live resource's workflow (starting the missing
@@ -582,7 +690,12 @@ func (r *Relay) deliver(ctx context.Context, d Delivery) (err error) {
 		TaskQueue:             reconcile.TaskQueue,
 		TypedSearchAttributes: reconcile.TenantStartAttributes(d.Ref, d.Generation, d.Tenant),
 	}
-	if _, err := r.cfg.Temporal.SignalWithStartWorkflow(ctx, start.ID, reconcile.SignalName, sig, start, reconcile.WorkflowName, in); err != nil {
+	began := time.Now()
+	_, err = r.cfg.Temporal.SignalWithStartWorkflow(ctx, start.ID, reconcile.SignalName, sig, start, reconcile.WorkflowName, in)
+	if r.admit != nil {
+		r.admit.handoff(time.Since(began), err)
+	}
+	if err != nil {
 		return fmt.Errorf("signal-with-start %s: %w", start.ID, err)
 	}
 	log.Debug().Msg("reconcile requested")

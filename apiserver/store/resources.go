@@ -410,6 +410,13 @@ func (t *gormTx) WaitingChildren(ctx context.Context, parentID string) ([]ChildR
 }
 
 func (t *gormTx) RemoveResource(ctx context.Context, id string) error {
+	// A round in flight of a removed resource (or of its node pools) will
+	// never start: stop counting it.
+	err := t.db.WithContext(ctx).Where("resource_id = ? OR resource_id IN (SELECT id FROM resources WHERE parent_id = ?)", id, id).
+		Delete(&admissionRow{}).Error
+	if err != nil {
+		return fmt.Errorf("remove the admissions of %s: %w", id, err)
+	}
 	// Foreign keys cascade to node pools and all their statuses.
 	if err := t.db.WithContext(ctx).Where("id = ?", id).Delete(&resourceRow{}).Error; err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)

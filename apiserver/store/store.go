@@ -79,6 +79,8 @@ type Store interface {
 
 	GetSetting(ctx context.Context, key string) (string, bool, error)
 	PutSetting(ctx context.Context, key, value string) error
+
+	Admissions
 }
 
 // LiveRef identifies a stored resource.
@@ -135,6 +137,10 @@ type Tx interface {
 	// statuses.
 	RemoveResource(ctx context.Context, id string) error
 	AppendOutbox(ctx context.Context, e OutboxEntry) error
+	// StartRound marks the round admitted for a resource (Admissions) at
+	// generation or before as started: one of its adapters reported at
+	// generation.
+	StartRound(ctx context.Context, resourceID string, generation int64, at time.Time) error
 }
 
 // ListQuery selects a page of resources.

@@ -174,7 +174,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			Logger:     log,
 		},
 		Temporal: tc, Namespace: srv.Namespace(),
-		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff,
+		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, NoAdmission: !f.reconcile.admission, AdmissionHandoffTarget: f.reconcile.handoffTarget,
 		Adapters: adapters.files,
 		AdapterDeps: worker.AdapterDeps{Kube: kubeFn, Maestro: f.maestroSet,
 			KubeMissing: "set KUBECONFIG or pass --kubeconfig"},

@@ -208,7 +208,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	defer tc.Close()
 	s, err := assembly.Start(ctx, assembly.Config{
 		API: opts, Temporal: tc, Namespace: f.temporal.cfg.Namespace, NoWorkers: true,
-		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, Logger: log,
+		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, NoAdmission: !f.reconcile.admission, AdmissionHandoffTarget: f.reconcile.handoffTarget, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -32,6 +32,11 @@ type reconcileFlags struct {
 	sweep      time.Duration
 	resyncRate float64
 	handoff    float64
+	admission  bool
+	// handoffTarget is admission control's hand-off latency target: a
+	// hidden setting for measurements (the default is derived from
+	// Temporal's own one-second deadline).
+	handoffTarget time.Duration
 }
 
 func (r *reconcileFlags) add(fs *pflag.FlagSet) {
@@ -42,7 +47,10 @@ func (r *reconcileFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.opts.HeartbeatTimeout, "activity-heartbeat-timeout", 20*time.Second, "how long an adapter activity may go silent before Temporal retries it on another worker")
 	fs.Float64Var(&r.opts.StabilityJitter, "stability-jitter", 0.1, "spread self-healing rounds over ± this fraction of the stability window (negative: none)")
 	fs.DurationVar(&r.sweep, "relay-sweep", time.Minute, "re-read the outbox this often as a safety net for rows another API replica left behind (negative disables)")
-	fs.Float64Var(&r.handoff, "relay-handoff-rate", 0, "most hand-offs a second from this API replica to Temporal (0: no limit); set it below what your Temporal runs, so a burst of creates waits in the outbox instead of overloading it")
+	fs.Float64Var(&r.handoff, "relay-handoff-rate", 0, "a hard cap on hand-offs a second from this API replica to Temporal, on top of admission control (0: none)")
+	fs.DurationVar(&r.handoffTarget, "relay-admission-handoff-target", 0, "admission control's hand-off latency target (0: the default, 250ms)")
+	_ = fs.MarkHidden("relay-admission-handoff-target")
+	fs.BoolVar(&r.admission, "relay-admission", true, "admission control: hand changes to Temporal only as fast as it keeps up, keeping the rest in the outbox (off: every change at once, which a large burst turns into lost dispatches; for measurements)")
 	fs.Float64Var(&r.resyncRate, "relay-resync-rate", 200, "signals per second when a changed adapter registration or reconcile setting is handed to every workflow at start-up")
 }
 
