@@ -59,8 +59,15 @@ type Config struct {
 	BalancerPort int
 	// Workers is how many `hyperfleet worker` processes run (default 2).
 	Workers int
-	// HistoryShards of the Temporal cluster (default 4; fixed once the
-	// database exists).
+	// AdapterWorkers, when above 0, moves the adapters out of the
+	// workers into that many processes of their own (adapters-1, ...),
+	// as the Helm chart deploys them: the reconciler then runs every
+	// adapter on its task queue, through Temporal's matching service,
+	// instead of as a local activity beside it.
+	AdapterWorkers int
+	// HistoryShards of the Temporal cluster: 0 keeps the count of an
+	// existing database, and gives a new one DefaultHistoryShards. Fixed
+	// once the database exists.
 	HistoryShards int
 	// Namespace of the reconcile workflows (default "default").
 	Namespace string
@@ -136,14 +143,17 @@ func (c *Config) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
-	if c.HistoryShards == 0 {
-		c.HistoryShards = 4
+	if c.HistoryShards, err = historyShards(c.StateDir, c.HistoryShards); err != nil {
+		return err
 	}
 	if c.Namespace == "" {
 		c.Namespace = "default"
 	}
 	return nil
 }
+
+// HistoryShards is the Temporal cluster's history shard count.
+func (t *Topology) HistoryShards() int { return t.cfg.HistoryShards }
 
 // port is p, or a free loopback port when p is 0.
 func port(p int) (int, error) {
@@ -486,37 +496,55 @@ func (t *Topology) startWorkers(ctx context.Context) error {
 	if cfg.Kubeconfig != "" {
 		dirs = append(dirs, cfg.KubeAdapterDirs...)
 	}
+	beside := dirs
+	if cfg.AdapterWorkers > 0 {
+		beside = nil
+	}
 	for i := 0; i < cfg.Workers; i++ {
-		name := fmt.Sprintf("worker-%d", i+1)
-		mp, err := port(0)
-		if err != nil {
+		if err := t.startWorker(ctx, fmt.Sprintf("worker-%d", i+1), true, beside); err != nil {
 			return err
 		}
-		t.workerPorts = append(t.workerPorts, mp)
-		argv := []string{cfg.Hyperfleet, "worker", "--reconciler", "--api-base-url", t.balancerURL,
-			"--temporal-address", t.temporalAddr, "--temporal-namespace", cfg.Namespace,
-			"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mp), "--log-format", "json"}
-		for _, d := range dirs {
-			abs, err := filepath.Abs(d)
-			if err != nil {
-				return err
-			}
-			argv = append(argv, "--adapter-dir", abs)
-		}
-		if cfg.Kubeconfig != "" {
-			argv = append(argv, "--kubeconfig", cfg.Kubeconfig)
-		}
-		if cfg.BuildID != "" {
-			argv = append(argv, "--build-id", cfg.BuildID)
-		}
-		argv = append(argv, cfg.WorkerArgs...)
-		p := t.add(&Process{Name: name, Argv: argv, Dir: cfg.StateDir, Env: environ(cfg.WorkerEnv...),
-			Log: logPath(cfg.StateDir, name), Ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", mp)})
-		if err := t.launch(ctx, p); err != nil {
+	}
+	for i := 0; i < cfg.AdapterWorkers; i++ {
+		if err := t.startWorker(ctx, fmt.Sprintf("adapters-%d", i+1), false, dirs); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// startWorker starts one `hyperfleet worker`, hosting the reconciler or
+// not, and the adapters of dirs.
+func (t *Topology) startWorker(ctx context.Context, name string, reconciler bool, dirs []string) error {
+	cfg := t.cfg
+	mp, err := port(0)
+	if err != nil {
+		return err
+	}
+	t.workerPorts = append(t.workerPorts, mp)
+	argv := []string{cfg.Hyperfleet, "worker", "--api-base-url", t.balancerURL,
+		"--temporal-address", t.temporalAddr, "--temporal-namespace", cfg.Namespace,
+		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mp), "--log-format", "json"}
+	if reconciler {
+		argv = append(argv, "--reconciler")
+	}
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return err
+		}
+		argv = append(argv, "--adapter-dir", abs)
+	}
+	if cfg.Kubeconfig != "" && len(dirs) > 0 {
+		argv = append(argv, "--kubeconfig", cfg.Kubeconfig)
+	}
+	if cfg.BuildID != "" && reconciler {
+		argv = append(argv, "--build-id", cfg.BuildID)
+	}
+	argv = append(argv, cfg.WorkerArgs...)
+	p := t.add(&Process{Name: name, Argv: argv, Dir: cfg.StateDir, Env: environ(cfg.WorkerEnv...),
+		Log: logPath(cfg.StateDir, name), Ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", mp)})
+	return t.launch(ctx, p)
 }
 
 // AddWorker starts one more worker process with the same settings as the
@@ -646,6 +674,12 @@ func (t *Topology) TemporalDatabaseURL() string { return t.pgTemporal.url("tempo
 // WorkerMetricsURL is the /metrics of worker i (0-based).
 func (t *Topology) WorkerMetricsURL(i int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(t.workerPorts[i]) + "/metrics"
+}
+
+// TemporalMetricsURL is where a Temporal service (history, matching,
+// frontend, worker) serves its Prometheus metrics.
+func (t *Topology) TemporalMetricsURL(service string) string {
+	return "http://127.0.0.1:" + strconv.Itoa(t.temporalPorts[service].Metrics) + "/metrics"
 }
 
 // UIURL is the Temporal Web UI's address ("" without one).

@@ -61,7 +61,7 @@ Temporal's binaries come from --bin-dir (make test-tools builds them).`,
 	fs.IntSliceVar(&f.apiPorts, "api-ports", []int{8000, 8001}, "one API replica per port")
 	fs.IntVar(&f.cfg.BalancerPort, "balancer-port", 8080, "port of the balancer over the API replicas")
 	fs.IntVar(&f.cfg.Workers, "workers", 2, "worker processes")
-	fs.IntVar(&f.cfg.HistoryShards, "history-shards", 4, "Temporal history shards (fixed once its database exists)")
+	fs.IntVar(&f.cfg.HistoryShards, "history-shards", 0, fmt.Sprintf("Temporal history shards of a new state directory (0: %d); an existing one keeps its count, which Temporal cannot change", topology.DefaultHistoryShards))
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "cluster for the Kubernetes adapters (default: $KUBECONFIG; without either they stay off)")
 	return cmd
 }
@@ -107,7 +107,7 @@ HyperFleet is running in its production shape.
   Logs         %s
 Ctrl-C stops everything.
 
-`, api[0], strings.Join(api, ", "), t.BalancerURL(), orOff(t.UIURL()), t.TemporalAddress(), cfg.HistoryShards,
+`, api[0], strings.Join(api, ", "), t.BalancerURL(), orOff(t.UIURL()), t.TemporalAddress(), t.HistoryShards(),
 		t.DatabaseURL(), filepath.Join(cfg.StateDir, "processes.json"), filepath.Join(cfg.StateDir, "logs"))
 	reportExits(ctx, t.Processes(), log)
 	<-ctx.Done()
