@@ -165,6 +165,21 @@ func eventMap(ev resource.Event) (map[string]any, error) {
 	if ev.ID == "" || ev.Kind == "" {
 		return nil, errors.New("the reconcile event names no resource (id and kind are required)")
 	}
+	// The event comes from a workflow's input, which anyone who may start
+	// a workflow writes: its href is what the adapter's calls are built
+	// from, with the worker's credentials, so it must be the API's own
+	// path of the resource.
+	ref := resource.Ref{Kind: ev.Kind, ID: ev.ID, Path: ev.Href}
+	if o := ev.OwnerReferences; o != nil {
+		ref.ParentID, ref.ParentKind = o.ID, o.Kind
+		owner := resource.Ref{Kind: o.Kind, ID: o.ID, Path: o.Href}
+		if err := owner.Validate(); err != nil {
+			return nil, fmt.Errorf("the reconcile event's owner: %w", err)
+		}
+	}
+	if err := ref.Validate(); err != nil {
+		return nil, fmt.Errorf("the reconcile event: %w", err)
+	}
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -28,6 +29,9 @@ func (r *Resources) Register(reg Registry) {
 // generation and whether it is Reconciled, i.e. Ready=True observed at the
 // current generation. Any other answer is an error Temporal retries.
 func (r *Resources) ReadResource(ctx context.Context, ref reconcile.Ref) (reconcile.ResourceState, error) {
+	if err := ref.Validate(); err != nil {
+		return reconcile.ResourceState{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
+	}
 	resp, err := r.API.Do(ctx, apiclient.Request{Method: http.MethodGet, URL: ref.Href(), Endpoint: "read-resource"})
 	if err != nil {
 		return reconcile.ResourceState{}, fmt.Errorf("read %s %s: %w", ref.Kind, ref.ID, err)

@@ -76,7 +76,7 @@ func New(cfg Config) (*Client, error) {
 		// A call made within a traced adapter phase gets a client span and
 		// sends its traceparent, so the API's span of a status report is
 		// part of the reconcile's trace.
-		cfg.HTTP = &http.Client{Transport: tracing.Transport(nil)}
+		cfg.HTTP = &http.Client{Transport: tracing.Transport(nil), CheckRedirect: sameOriginRedirects}
 	}
 	c := &Client{cfg: cfg}
 	if cfg.BaseURL != "" {
@@ -87,6 +87,26 @@ func New(cfg Config) (*Client, error) {
 		c.base = u
 	}
 	return c, nil
+}
+
+// sameOrigin reports whether u is on the configured API's origin (scheme,
+// host and port); false when no base URL is configured.
+func (c *Client) sameOrigin(u *url.URL) bool {
+	return c.base != nil && strings.EqualFold(u.Scheme, c.base.Scheme) && strings.EqualFold(u.Host, c.base.Host)
+}
+
+// sameOriginRedirects follows a redirect only within the origin it
+// started on: the client would otherwise carry the request's headers (a
+// system header among them) to wherever a response points.
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if !strings.EqualFold(req.URL.Scheme, first.Scheme) || !strings.EqualFold(req.URL.Host, first.Host) {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // Request is one call.
@@ -217,16 +237,24 @@ func (c *Client) once(ctx context.Context, method, target, endpoint string, req 
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "application/json")
-	for _, h := range c.cfg.Headers {
-		hr.Header.Set(h[0], h[1])
+	// HyperFleet credentials (the bearer token, the system header) go to
+	// the configured API origin only: a URL a task config renders, or a
+	// workflow's input names, may point anywhere.
+	api := c.sameOrigin(hr.URL)
+	if api {
+		for _, h := range c.cfg.Headers {
+			hr.Header.Set(h[0], h[1])
+		}
 	}
 	for _, h := range req.Headers {
 		hr.Header.Set(h[0], h[1])
 	}
-	if tok, err := c.bearer(); err != nil {
-		return nil, err
-	} else if tok != "" {
-		hr.Header.Set("Authorization", "Bearer "+tok)
+	if api {
+		if tok, err := c.bearer(); err != nil {
+			return nil, err
+		} else if tok != "" {
+			hr.Header.Set("Authorization", "Bearer "+tok)
+		}
 	}
 	t0 := time.Now()
 	resp, err := c.cfg.HTTP.Do(hr)

@@ -119,3 +119,52 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// Contract: HyperFleet credentials (the bearer token, the system header)
+// go to the configured API origin only, also when a redirect points
+// elsewhere.
+func TestCredentialsGoOnlyToTheAPI(t *testing.T) {
+	type seen struct{ auth, system string }
+	record := func(into *[]seen) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			*into = append(*into, seen{r.Header.Get("Authorization"), r.Header.Get("X-HyperFleet-System")})
+			w.WriteHeader(http.StatusOK)
+		}
+	}
+	var atOther, atAPI []seen
+	other := httptest.NewServer(record(&atOther))
+	defer other.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/hyperfleet/v1/redirect" {
+			http.Redirect(w, r, other.URL+"/stolen", http.StatusFound)
+			return
+		}
+		record(&atAPI)(w, r)
+	}))
+	defer api.Close()
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("secret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{BaseURL: api.URL, TokenPath: token, Headers: [][2]string{{"X-HyperFleet-System", "true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, u := range []string{"/clusters", api.URL + "/api/hyperfleet/v1/clusters", other.URL + "/steal", "/redirect"} {
+		if _, err := c.Do(ctx, Request{URL: u}); err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+	}
+	if len(atAPI) != 2 || atAPI[0] != (seen{"Bearer secret-token", "true"}) || atAPI[1] != atAPI[0] {
+		t.Errorf("the API saw %+v, want the token and the system header on both calls", atAPI)
+	}
+	for _, s := range atOther {
+		if s.auth != "" || s.system != "" {
+			t.Errorf("another origin received HyperFleet credentials: %+v", s)
+		}
+	}
+	if len(atOther) != 1 {
+		t.Errorf("the other origin saw %d calls, want the direct one only (the redirect is not followed)", len(atOther))
+	}
+}

@@ -93,8 +93,11 @@ type attrValues struct {
 }
 
 func (r *reconciler) setup(ctx workflow.Context, in Input) error {
-	if in.Ref.ID == "" || in.Ref.Kind == "" {
-		return temporal.NewNonRetryableApplicationError("the workflow input names no resource", ErrConfig, nil)
+	// The input may come from anyone who can start a workflow: the
+	// reference is what this run's activities call, with the workers'
+	// credentials, so it must name a resource of the API and nothing else.
+	if err := in.Ref.Validate(); err != nil {
+		return temporal.NewNonRetryableApplicationError("the workflow input names no resource of the API: "+err.Error(), ErrConfig, err)
 	}
 	r.run = runContext{ref: in.Ref, opts: in.Options.WithDefaults(), local: in.LocalRuns, tenant: in.Tenant}
 	r.adapters = newAdapterTable(in.Adapters, in.Optional)
