@@ -25,6 +25,9 @@
 //     --stability-window for --idle; prints the CPU one self-healing round
 //     costs and the clusters the machine carries at 70% CPU with the
 //     default 30-minute window.
+//   - single: --clusters clusters created one at a time on an idle
+//     system, each waited for until Reconciled: create→Ready of a lone
+//     change, per mode.
 //   - drift: --clusters Reconciled clusters; each object their adapters
 //     applied (shipped: the ConfigMap, then the namespace; maestro: the
 //     ManifestWork, deleted through Maestro) is deleted behind their back,
@@ -67,16 +70,21 @@ type options struct {
 	idle         time.Duration
 	cpuProfile   string
 	workers      int
-	hyperfleet   string
-	rate         float64
-	handoffRate  float64
+	// adapterWorkers moves the adapters into processes of their own.
+	adapterWorkers int
+	hyperfleet     string
+	rate           float64
+	handoffRate    float64
+	noAdmission    bool
+	historyShards  int
+	handoffTarget  time.Duration
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.workload, "workload", "shipped", "adapters to run: shipped (validation, landing-zone, validation-job), chain (cl-namespace, cl-job, cl-deployment), maestro (cl-maestro through a real Maestro server and agent) or namespace (cl-namespace alone)")
+	flag.StringVar(&o.workload, "workload", "shipped", "adapters to run: shipped (validation, landing-zone, validation-job), status (validation alone: status only), chain (cl-namespace, cl-job, cl-deployment), maestro (cl-maestro through a real Maestro server and agent) or namespace (cl-namespace alone)")
 	flag.StringVar(&o.chainDir, "chain-dir", "../shared/compat/upstream-e2e-adapters", "directory holding upstream's end-to-end adapters (cl-namespace, cl-job, cl-deployment, cl-maestro)")
-	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle, restart, drift")
+	flag.StringVar(&o.scenario, "scenario", "burst", "what to measure: burst, changes, idle, restart, drift, single")
 	flag.IntVar(&o.clusters, "clusters", 200, "clusters to create")
 	flag.IntVar(&o.concurrency, "concurrency", 20, "concurrent POSTs")
 	flag.StringVar(&o.modes, "modes", "temporal,poll", "burst: what to measure (temporal: the embedded stack; production: the production shape, see package topology; poll)")
@@ -89,7 +97,11 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (API, Temporal, workers) here")
 	flag.Float64Var(&o.rate, "rate", 0, "burst: create at most this many clusters a second (0: as fast as the API answers)")
 	flag.Float64Var(&o.handoffRate, "handoff-rate", 0, "production mode: each API replica's --relay-handoff-rate (0: no limit)")
+	flag.IntVar(&o.historyShards, "history-shards", 0, "production mode: Temporal's history shards (0: the production shape's default)")
+	flag.DurationVar(&o.handoffTarget, "admission-handoff-target", 0, "production mode: admission control's hand-off latency target (0: the default)")
+	flag.BoolVar(&o.noAdmission, "no-admission", false, "turn the relay's admission control off (--relay-admission=false), to measure what it prevents")
 	flag.IntVar(&o.workers, "workers", 2, "production mode: worker processes (each hosts the reconciler and every adapter)")
+	flag.IntVar(&o.adapterWorkers, "adapter-workers", 0, "production mode: host the adapters in this many processes of their own instead of beside the reconciler (as the Helm chart deploys them)")
 	flag.StringVar(&o.hyperfleet, "hyperfleet", "", "production mode: the hyperfleet binary the API replicas and workers run (default bin/hyperfleet)")
 	flag.Parse()
 	if o.cpuProfile != "" {
@@ -151,6 +163,8 @@ func run(o options) error {
 		return env.restart(ctx)
 	case "drift":
 		return env.driftScenario(ctx)
+	case "single":
+		return env.single(ctx)
 	}
-	return fmt.Errorf("unknown --scenario %q (burst, changes, idle, restart, drift)", o.scenario)
+	return fmt.Errorf("unknown --scenario %q (burst, changes, idle, restart, drift, single)", o.scenario)
 }

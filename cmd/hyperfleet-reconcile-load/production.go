@@ -54,7 +54,7 @@ func (b *bench) startProduction(ctx context.Context, dir string, opts reconcile.
 		StateDir: state, Hyperfleet: hyperfleet,
 		TemporalServer: filepath.Join(bin, "temporal-server"), TemporalSQLTool: filepath.Join(bin, "temporal-sql-tool"),
 		PostgresPort: ports[0], TemporalPort: ports[1], UIPort: -1, APIPorts: []int{ports[2], ports[3]}, BalancerPort: ports[4],
-		Workers: b.o.workers, Kubeconfig: b.kube.Kubeconfig, ClusterAdapters: b.w.adapters, NodePoolAdapters: []string{},
+		Workers: b.o.workers, AdapterWorkers: b.o.adapterWorkers, HistoryShards: b.o.historyShards, Kubeconfig: b.kube.Kubeconfig, ClusterAdapters: b.w.adapters, NodePoolAdapters: []string{},
 		BuildID: "bench", Logger: zerolog.Nop(),
 	}
 	for _, f := range b.w.files {
@@ -65,6 +65,12 @@ func (b *bench) startProduction(ctx context.Context, dir string, opts reconcile.
 	}
 	if opts.WatchedStabilityWindow > 0 {
 		cfg.APIEnv = append(cfg.APIEnv, "HYPERFLEET_WATCHED_STABILITY_WINDOW="+opts.WatchedStabilityWindow.String())
+	}
+	if b.o.handoffTarget > 0 {
+		cfg.APIEnv = append(cfg.APIEnv, "HYPERFLEET_RELAY_ADMISSION_HANDOFF_TARGET="+b.o.handoffTarget.String())
+	}
+	if b.o.noAdmission {
+		cfg.APIEnv = append(cfg.APIEnv, "HYPERFLEET_RELAY_ADMISSION=false")
 	}
 	if b.o.handoffRate > 0 {
 		cfg.APIEnv = append(cfg.APIEnv, fmt.Sprintf("HYPERFLEET_RELAY_HANDOFF_RATE=%g", b.o.handoffRate))
@@ -131,7 +137,7 @@ func component(process string) string {
 		return "PostgreSQL"
 	case strings.HasPrefix(process, "api-"):
 		return "API replicas"
-	case strings.HasPrefix(process, "worker-"):
+	case strings.HasPrefix(process, "worker-"), strings.HasPrefix(process, "adapters-"):
 		return "workers"
 	}
 	return process

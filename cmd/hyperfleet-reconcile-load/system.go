@@ -98,7 +98,7 @@ func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) 
 			return fail(err)
 		}
 		stops = append(stops, tc.Close)
-		s, err := assembly.Start(ctx, assembly.Config{API: apiOpts, Temporal: tc, Reconcile: opts, Adapters: b.w.files, AdapterDeps: deps, Logger: zerolog.Nop()})
+		s, err := assembly.Start(ctx, assembly.Config{API: apiOpts, Temporal: tc, Reconcile: opts, Adapters: b.w.files, AdapterDeps: deps, NoAdmission: b.o.noAdmission, Logger: zerolog.Nop()})
 		if err != nil {
 			return fail(err)
 		}

@@ -23,6 +23,11 @@ type waits struct {
 	// attempt as started but no worker received it (see
 	// docs/benchmarks.md), so each waits out the heartbeat timeout.
 	heartbeatRetries int
+	// activityTimeouts counts every activity attempt that timed out, of
+	// any timeout type (retried or final); workflowTaskTimeouts every
+	// workflow task that timed out (a lost workflow-task dispatch waits
+	// out its start-to-close timeout).
+	activityTimeouts, workflowTaskTimeouts int
 }
 
 func waitsOf(events []*historypb.HistoryEvent) waits {
@@ -53,11 +58,18 @@ func waitsOf(events []*historypb.HistoryEvent) waits {
 			if s, ok := scheduled[a.GetScheduledEventId()]; ok {
 				w.activityQueue += t.Sub(s)
 			}
-			if a.GetAttempt() > 1 && a.GetLastFailure().GetTimeoutFailureInfo().GetTimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
-				w.heartbeatRetries++
+			if a.GetAttempt() > 1 && a.GetLastFailure().GetTimeoutFailureInfo() != nil {
+				w.activityTimeouts++
+				if a.GetLastFailure().GetTimeoutFailureInfo().GetTimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
+					w.heartbeatRetries++
+				}
 			}
 			started[e.GetEventId()] = t
 			w.activities++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			w.activityTimeouts++
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			w.workflowTaskTimeouts++
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
 			if s, ok := started[e.GetActivityTaskCompletedEventAttributes().GetStartedEventId()]; ok {
 				w.activity += t.Sub(s)
@@ -94,6 +106,8 @@ func timeline(all map[string]waits, created map[string]time.Time) string {
 		sum.activityQueue += w.activityQueue
 		sum.activity += w.activity
 		sum.heartbeatRetries += w.heartbeatRetries
+		sum.activityTimeouts += w.activityTimeouts
+		sum.workflowTaskTimeouts += w.workflowTaskTimeouts
 	}
 	if n == 0 {
 		return ""
@@ -101,7 +115,8 @@ func timeline(all map[string]waits, created map[string]time.Time) string {
 	mean := func(d time.Duration) string { return fmt.Sprintf("%.2f s", (d / time.Duration(n)).Seconds()) }
 	// The spread of the starts shows how fast the relay handed the burst
 	// over, which a mean lag hides.
-	return fmt.Sprintf("where a cluster's time went (mean over %d): create to workflow start %s; workflow tasks waiting %s, running %s; activity tasks waiting %s, running %s; workflows started %.2f s to %.2f s after the first create; activities retried after a heartbeat timeout: %d",
+	return fmt.Sprintf("where a cluster's time went (mean over %d): create to workflow start %s; workflow tasks waiting %s, running %s; activity tasks waiting %s, running %s; workflows started %.2f s to %.2f s after the first create; activities retried after a heartbeat timeout: %d; activity timeouts of any type: %d; workflow task timeouts: %d",
 		n, mean(lag), mean(sum.workflowQueue), mean(sum.workflow), mean(sum.activityQueue), mean(sum.activity),
-		firstStart.Sub(firstCreate).Seconds(), lastStart.Sub(firstCreate).Seconds(), sum.heartbeatRetries)
+		firstStart.Sub(firstCreate).Seconds(), lastStart.Sub(firstCreate).Seconds(), sum.heartbeatRetries,
+		sum.activityTimeouts, sum.workflowTaskTimeouts)
 }

@@ -51,7 +51,7 @@ func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 	}
 	w := waitsOf(events)
 	want := waits{started: time.Unix(1, 0), workflowQueue: 3 * time.Second, workflow: 100 * ms,
-		activityQueue: 21500 * ms, activity: 2 * time.Second, workflowTasks: 1, activities: 3, heartbeatRetries: 1}
+		activityQueue: 21500 * ms, activity: 2 * time.Second, workflowTasks: 1, activities: 3, heartbeatRetries: 1, activityTimeouts: 1}
 	if !w.started.Equal(want.started) {
 		t.Errorf("started %v, want %v", w.started, want.started)
 	}

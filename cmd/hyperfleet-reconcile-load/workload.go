@@ -22,15 +22,11 @@ type workload struct {
 func loadWorkload(name, chainDir string) (*workload, error) {
 	switch name {
 	case "shipped":
-		dir, err := os.MkdirTemp("", "hyperfleet-reconcile-load-")
-		if err != nil {
-			return nil, err
-		}
-		dirs, err := taskconfigs.Extract(dir)
-		if err != nil {
-			return nil, err
-		}
-		return newWorkload(name, dirs, func() { _ = os.RemoveAll(dir) }, "validation", "landing-zone", "validation-job")
+		return shippedWorkload(name, "validation", "landing-zone", "validation-job")
+	case "status":
+		// The validation adapter alone: it checks the spec and reports
+		// status, applying nothing (what "status-only" measures).
+		return shippedWorkload(name, "validation")
 	case "chain":
 		return upstreamWorkload(name, chainDir, "cl-namespace", "cl-job", "cl-deployment")
 	case "maestro":
@@ -46,7 +42,21 @@ func loadWorkload(name, chainDir string) (*workload, error) {
 		// Kubernetes-transport counterpart of the maestro workload.
 		return upstreamWorkload(name, chainDir, "cl-namespace")
 	}
-	return nil, fmt.Errorf("unknown --workload %q (shipped, chain, maestro, namespace)", name)
+	return nil, fmt.Errorf("unknown --workload %q (shipped, status, chain, maestro, namespace)", name)
+}
+
+// shippedWorkload runs shipped adapters, extracted to a temporary
+// directory.
+func shippedWorkload(name string, adapters ...string) (*workload, error) {
+	dir, err := os.MkdirTemp("", "hyperfleet-reconcile-load-")
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := taskconfigs.Extract(dir)
+	if err != nil {
+		return nil, err
+	}
+	return newWorkload(name, dirs, func() { _ = os.RemoveAll(dir) }, adapters...)
 }
 
 // upstreamWorkload runs upstream HyperFleet's end-to-end adapters from dir.
