@@ -91,7 +91,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 	if t := opts.Server.Tenancy; t != nil {
 		// A file is validated as it loads; a Config built in code is
 		// checked here against the auth it runs with.
-		if err := t.Validate(opts.Auth.Enabled); err != nil {
+		if err := t.Validate(opts.Auth.Enabled, opts.Auth.IssuerNames()...); err != nil {
 			return nil, fmt.Errorf("tenancy: %w", err)
 		}
 	}

@@ -32,6 +32,7 @@ import (
 const (
 	identityKey  = "hyperfleet.identity"
 	claimsKey    = "hyperfleet.claims"
+	issuerKey    = "hyperfleet.issuer"
 	callerKey    = "hyperfleet.caller"
 	requestIDKey = "hyperfleet.request_id"
 	// bodyReadKey marks a request whose body a handler read to the end.
@@ -160,6 +161,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	c.Set(identityKey, principal.Identity)
+	c.Set(issuerKey, principal.Issuer)
 	if principal.Claims != nil {
 		c.Set(claimsKey, principal.Claims)
 	}
@@ -175,7 +177,7 @@ func (s *Server) resolveTenancy(c *gin.Context) {
 	claims, _ := c.Get(claimsKey)
 	m, _ := claims.(map[string]any)
 	caller, refusal := s.cfg.Tenancy.Resolve(tenancy.Request{
-		Header: c.Request.Header.Values, Identity: c.GetString(identityKey), Claims: m,
+		Header: c.Request.Header.Values, Identity: c.GetString(identityKey), Issuer: c.GetString(issuerKey), Claims: m,
 	})
 	if refusal != nil {
 		s.requestLog(c).Info().Str("reason", refusal.Message).Str("source", refusal.Source).Str("remote", c.Request.RemoteAddr).

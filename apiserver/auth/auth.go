@@ -147,7 +147,10 @@ func (e *Error) Error() string { return e.Message }
 // verified claims (nil with authentication off).
 type Principal struct {
 	Identity string
-	Claims   map[string]any
+	// Issuer is the iss of the trusted issuer whose keys verified the
+	// token ("" for a single issuer that names none).
+	Issuer string
+	Claims map[string]any
 }
 
 // Authenticator checks bearer tokens.
@@ -281,7 +284,18 @@ func (a *Authenticator) Verify(ctx context.Context, header string) (Principal, e
 	if strings.EqualFold(identity, SystemIdentity) {
 		return Principal{}, &Error{Forbidden: true, Message: fmt.Sprintf("the identity %s is reserved for writes made with authentication off; a token cannot claim it", SystemIdentity)}
 	}
-	return Principal{Identity: identity, Claims: claims}, nil
+	return Principal{Identity: identity, Issuer: is.Issuer.Issuer, Claims: claims}, nil
+}
+
+// IssuerNames are the iss values of the trusted issuers ("" for a single
+// issuer that names none): what a tenancy file's system identities may
+// name.
+func (c Config) IssuerNames() []string {
+	var out []string
+	for _, is := range c.issuers() {
+		out = append(out, is.Issuer)
+	}
+	return out
 }
 
 // issuerOf picks the issuer whose keys must verify a token: the one its

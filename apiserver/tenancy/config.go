@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -29,11 +30,53 @@ type Config struct {
 	// SystemHeader names a header a trusted gateway sets on every request:
 	// "true" marks a system caller. Empty: no header makes one.
 	SystemHeader string `yaml:"system_header"`
-	// SystemIdentities are caller identities (the JWT identity claim)
-	// treated as system callers.
-	SystemIdentities []string `yaml:"system_identities"`
+	// SystemIdentities are the tokens of system callers: their identity
+	// claim and, with several trusted issuers, the issuer that signs them.
+	SystemIdentities []SystemIdentity `yaml:"system_identities"`
 	// Dimensions make up a tenancy; at least one is required.
 	Dimensions []Dimension `yaml:"dimensions"`
+}
+
+// SystemIdentity names a system caller's token: the value of its identity
+// claim, and the issuer (iss) that must have signed it. A plain string in
+// the file is an identity of any trusted issuer, which is only accepted
+// while a single issuer is trusted: with several, a user issuer's token
+// could claim a service's name.
+type SystemIdentity struct {
+	Issuer   string `yaml:"issuer"`
+	Identity string `yaml:"identity"`
+}
+
+// UnmarshalYAML reads `svc-adapter` or `{issuer: ..., identity: ...}`.
+func (s *SystemIdentity) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&s.Identity)
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a system identity is a string or {issuer, identity}", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch key := n.Content[i].Value; key {
+		case "issuer":
+			if err := n.Content[i+1].Decode(&s.Issuer); err != nil {
+				return err
+			}
+		case "identity":
+			if err := n.Content[i+1].Decode(&s.Identity); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("line %d: field %s not found in a system identity (the fields are issuer and identity)", n.Content[i].Line, clip(key))
+		}
+	}
+	return nil
+}
+
+func (s SystemIdentity) String() string {
+	if s.Issuer == "" {
+		return s.Identity
+	}
+	return s.Identity + " of " + s.Issuer
 }
 
 // Dimension is one part of a tenancy, read from exactly one source.
@@ -65,8 +108,9 @@ const MaxFileSize = 1 << 20
 
 // Load reads, decodes strictly and validates a tenancy file. jwtEnabled
 // says whether the API checks tokens: claims and system identities need
-// them.
-func Load(path string, jwtEnabled bool) (*Config, error) {
+// them; issuers are the iss values of the trusted issuers ("" for one
+// that names none).
+func Load(path string, jwtEnabled bool, issuers ...string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("tenancy file: %w", err)
@@ -79,11 +123,11 @@ func Load(path string, jwtEnabled bool) (*Config, error) {
 	if len(raw) > MaxFileSize {
 		return nil, fmt.Errorf("tenancy file %s is larger than %d bytes: it holds dimensions and identities, nothing else", path, MaxFileSize)
 	}
-	return Parse(path, raw, jwtEnabled)
+	return Parse(path, raw, jwtEnabled, issuers...)
 }
 
 // Parse is Load on the file's content; name is used in errors.
-func Parse(name string, raw []byte, jwtEnabled bool) (*Config, error) {
+func Parse(name string, raw []byte, jwtEnabled bool, issuers ...string) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
@@ -93,7 +137,7 @@ func Parse(name string, raw []byte, jwtEnabled bool) (*Config, error) {
 		}
 		return nil, fmt.Errorf("tenancy file %s: %w (the fields are system_header, system_identities and dimensions, each dimension with key, header or claim, and required)", name, err)
 	}
-	if err := c.Validate(jwtEnabled); err != nil {
+	if err := c.Validate(jwtEnabled, issuers...); err != nil {
 		return nil, fmt.Errorf("tenancy file %s: %w", name, err)
 	}
 	return &c, nil
@@ -138,8 +182,10 @@ var reservedHeaders = []string{
 // Validate checks the file as upstream does, and more: at least one
 // required dimension; keys, header and claim names well formed and
 // unique; no header that carries identity; claims and system identities
-// only with tokens; some way to be a system caller.
-func (c *Config) Validate(jwtEnabled bool) error {
+// only with tokens; some way to be a system caller, and with tokens only
+// by a token (no header), bound to its issuer when several are trusted.
+// issuers are the iss values of the trusted issuers.
+func (c *Config) Validate(jwtEnabled bool, issuers ...string) error {
 	var ps []Problem
 	add := func(field, msg, fix string) { ps = append(ps, Problem{field, msg, fix}) }
 	headers := map[string]string{} // canonical name -> field that uses it
@@ -158,6 +204,10 @@ func (c *Config) Validate(jwtEnabled bool) error {
 	}
 	if c.SystemHeader != "" {
 		checkHeader("system_header", c.SystemHeader)
+		if jwtEnabled {
+			add("system_header", fmt.Sprintf("with JWT authentication on, any holder of a token (a tenant's included) could send %s: true and be a system caller", c.SystemHeader),
+				"remove system_header and list the reconciler's and the adapters' token identities under system_identities")
+		}
 	}
 	if len(c.Dimensions) == 0 {
 		add("dimensions", "no dimension is listed", "list at least one, e.g. {key: org, header: X-Tenant-Org, required: true}")
@@ -193,16 +243,21 @@ func (c *Config) Validate(jwtEnabled bool) error {
 	if len(c.Dimensions) > 0 && !required {
 		add("dimensions", "no dimension is required, so a caller could resolve no tenancy at all", "mark at least one dimension required: true")
 	}
-	ids := map[string]bool{}
+	ids := map[SystemIdentity]bool{}
 	for i, id := range c.SystemIdentities {
 		field := fmt.Sprintf("system_identities[%d]", i)
 		switch {
-		case !auth.ValidIdentity(id):
-			add(field, fmt.Sprintf("%q is not an identity a token can carry", clip(id)), "use the exact value of the JWT identity claim (1 to 256 printable characters)")
-		case strings.EqualFold(id, auth.SystemIdentity):
+		case !auth.ValidIdentity(id.Identity):
+			add(field, fmt.Sprintf("%q is not an identity a token can carry", clip(id.Identity)), "use the exact value of the JWT identity claim (1 to 256 printable characters)")
+		case strings.EqualFold(id.Identity, auth.SystemIdentity):
 			add(field, auth.SystemIdentity+" is the identity of every caller with authentication off", "name the identity of the reconciler's or the adapters' token")
 		case ids[id]:
 			add(field, fmt.Sprintf("%s is listed twice", id), "list each identity once")
+		case id.Issuer == "" && len(issuers) > 1:
+			add(field, fmt.Sprintf("%s names no issuer, and %d issuers are trusted: a token of any of them claiming %s would be a system caller", id.Identity, len(issuers), id.Identity),
+				fmt.Sprintf("name the issuer that signs the service's tokens: {issuer: %s, identity: %s}", issuerList(issuers), id.Identity))
+		case id.Issuer != "" && len(issuers) > 0 && !slices.Contains(issuers, id.Issuer):
+			add(field+".issuer", fmt.Sprintf("%s is not a trusted issuer", clip(id.Issuer)), "name one of the trusted issuers: "+issuerList(issuers))
 		default:
 			ids[id] = true
 		}
@@ -218,6 +273,20 @@ func (c *Config) Validate(jwtEnabled bool) error {
 		return &ConfigError{Problems: ps}
 	}
 	return nil
+}
+
+// issuerList names the trusted issuers for a message.
+func issuerList(issuers []string) string {
+	var named []string
+	for _, is := range issuers {
+		if is != "" {
+			named = append(named, is)
+		}
+	}
+	if len(named) == 0 {
+		return "<the iss of the service's tokens>"
+	}
+	return strings.Join(named, " | ")
 }
 
 func isReserved(canon string) bool {

@@ -32,8 +32,11 @@ type Request struct {
 	// Header returns every value a header was sent with (http.Header's
 	// Values).
 	Header func(name string) []string
-	// Identity is the caller's identity claim (when tokens are checked).
+	// Identity is the caller's identity claim (when tokens are checked),
+	// and Issuer the iss of the token's trusted issuer ("" for one that
+	// names none).
 	Identity string
+	Issuer   string
 	// Claims are the caller's verified token claims; nil without a token.
 	Claims map[string]any
 }
@@ -94,7 +97,7 @@ func missing(d Dimension) string {
 // isSystem reads the system header and the identity.
 func (c *Config) isSystem(req Request) (bool, *Refusal) {
 	for _, id := range c.SystemIdentities {
-		if req.Identity != "" && req.Identity == id {
+		if req.Identity != "" && req.Identity == id.Identity && (id.Issuer == "" || id.Issuer == req.Issuer) {
 			return true, nil
 		}
 	}

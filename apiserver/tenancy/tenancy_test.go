@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -26,9 +27,9 @@ dimensions:
 `
 )
 
-func mustParse(t *testing.T, doc string, jwt bool) *Config {
+func mustParse(t *testing.T, doc string, jwt bool, issuers ...string) *Config {
 	t.Helper()
-	c, err := Parse("tenancy.yaml", []byte(doc), jwt)
+	c, err := Parse("tenancy.yaml", []byte(doc), jwt, issuers...)
 	if err != nil {
 		t.Fatalf("parse:\n%s\n%v", doc, err)
 	}
@@ -46,8 +47,10 @@ func headers(pairs ...string) func(string) []string {
 func TestResolve(t *testing.T) {
 	gw := mustParse(t, gateway, false)
 	jw := mustParse(t, jwtOnly, true)
-	both := mustParse(t, `system_header: X-HyperFleet-System
-system_identities: [svc-reconciler, svc-adapter]
+	issuers := mustParse(t, `system_identities: [{issuer: https://sso.example/services, identity: svc-adapter}]
+dimensions: [{claim: org_id, key: org, required: true}]
+`, true, "https://sso.example/users", "https://sso.example/services")
+	both := mustParse(t, `system_identities: [svc-reconciler, svc-adapter]
 dimensions:
   - {header: X-Tenant-Org, key: org, required: true}
   - {claim: project_id, key: project}
@@ -130,8 +133,19 @@ dimensions:
 		{name: "header and claim dimensions together", cfg: both,
 			req:  Request{Identity: "alice", Header: headers("X-Tenant-Org", "acme"), Claims: map[string]any{"project_id": "web"}},
 			want: map[string]string{"org": "acme", "project": "web"}},
-		{name: "either system source", cfg: both,
+		{name: "a system identity with header dimensions", cfg: both,
 			req: Request{Identity: "svc-reconciler"}, system: true},
+		// Issue 43: with JWT on, a tenant's token plus the header was a
+		// system caller. No header is read for that with tokens.
+		{name: "with tokens a system header makes no system caller", cfg: both,
+			req:  Request{Identity: "alice", Header: headers("X-HyperFleet-System", "true", "X-Tenant-Org", "acme")},
+			want: map[string]string{"org": "acme"}},
+		// Issue 43: a user issuer's token claiming a service's identity was
+		// a system caller.
+		{name: "a system identity of another issuer is a tenant", cfg: issuers,
+			req: Request{Identity: "svc-adapter", Issuer: "https://sso.example/users", Claims: map[string]any{"org_id": "acme"}}, want: map[string]string{"org": "acme"}},
+		{name: "a system identity of its issuer", cfg: issuers,
+			req: Request{Identity: "svc-adapter", Issuer: "https://sso.example/services"}, system: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, refusal := tc.cfg.Resolve(tc.req)
@@ -162,9 +176,10 @@ dimensions:
 
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		doc  string
-		jwt  bool
+		name    string
+		doc     string
+		jwt     bool
+		issuers []string
 		// want lists, per problem, a substring of its field and of its
 		// text; nil: the file is valid.
 		want [][2]string
@@ -178,7 +193,7 @@ func TestValidate(t *testing.T) {
 			want: [][2]string{{"dimensions", "required: true"}}},
 		{name: "no source", doc: "system_header: X-S\ndimensions: [{key: org, required: true}]\n",
 			want: [][2]string{{"dimensions[0]", "neither header nor claim"}}},
-		{name: "two sources", doc: "system_header: X-S\ndimensions: [{key: org, header: X-Org, claim: org, required: true}]\n", jwt: true,
+		{name: "two sources", doc: "system_identities: [svc]\ndimensions: [{key: org, header: X-Org, claim: org, required: true}]\n", jwt: true,
 			want: [][2]string{{"dimensions[0]", "both header and claim"}}},
 		{name: "missing key", doc: "system_header: X-S\ndimensions: [{header: X-Org, required: true}]\n",
 			want: [][2]string{{"dimensions[0].key", "key is missing"}}},
@@ -204,14 +219,24 @@ func TestValidate(t *testing.T) {
 			want: [][2]string{{"system_identities[1]", "listed twice"}}},
 		{name: "blank identity", doc: "system_identities: [' a']\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
 			want: [][2]string{{"system_identities[0]", "not an identity"}}},
-		{name: "bad claim name", doc: "system_header: X-S\ndimensions: [{key: org, claim: 'org id', required: true}]\n", jwt: true,
+		{name: "bad claim name", doc: "system_identities: [svc]\ndimensions: [{key: org, claim: 'org id', required: true}]\n", jwt: true,
 			want: [][2]string{{"dimensions[0].claim", "not a valid claim name"}}},
+		{name: "a system header with tokens", doc: "system_header: X-S\nsystem_identities: [svc]\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
+			want: [][2]string{{"system_header", "any holder of a token"}}},
+		{name: "an identity without its issuer among several", doc: "system_identities: [svc-adapter]\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
+			issuers: []string{"https://a", "https://b"}, want: [][2]string{{"system_identities[0]", "names no issuer"}}},
+		{name: "an identity of an untrusted issuer", doc: "system_identities: [{issuer: https://c, identity: svc}]\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
+			issuers: []string{"https://a", "https://b"}, want: [][2]string{{"system_identities[0].issuer", "not a trusted issuer"}}},
+		{name: "an identity with its issuer", doc: "system_identities: [{issuer: https://b, identity: svc}]\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
+			issuers: []string{"https://a", "https://b"}},
+		{name: "an identity without an issuer, one issuer trusted", doc: "system_identities: [svc]\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
+			issuers: []string{""}},
 		{name: "every problem at once", doc: "dimensions: [{key: org}, {key: org, header: Cookie}]\n", want: [][2]string{
 			{"dimensions[0]", "neither header nor claim"}, {"dimensions[1].key", "listed twice"}, {"dimensions[1].header", "Cookie"},
 			{"dimensions", "required: true"}, {"system_header", "no caller"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("tenancy.yaml", []byte(tc.doc), tc.jwt)
+			_, err := Parse("tenancy.yaml", []byte(tc.doc), tc.jwt, tc.issuers...)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("refused a valid file: %v", err)
@@ -278,5 +303,16 @@ func TestCallerContext(t *testing.T) {
 	c := FromContext(WithCaller(context.Background(), tenant))
 	if c.Key != "org=acme" || !c.Sees("org=acme") || c.Sees("org=other") || c.Sees("") || c.Sees("org=acme,project=web") {
 		t.Errorf("a tenant sees the wrong tenancies: %+v", c)
+	}
+}
+
+func TestSystemIdentityFields(t *testing.T) {
+	_, err := Parse("tenancy.yaml", []byte("system_identities: [{issuer: https://b, name: svc}]\ndimensions: [{key: org, claim: org, required: true}]\n"), true, "https://b")
+	if err == nil || !strings.Contains(err.Error(), "field name not found in a system identity (the fields are issuer and identity)") {
+		t.Fatalf("Parse = %v, want the unknown field named with the fields a system identity has", err)
+	}
+	c := mustParse(t, "system_identities: [svc-a, {issuer: https://b, identity: svc-b}]\ndimensions: [{key: org, claim: org, required: true}]\n", true, "https://b")
+	if got := fmt.Sprint(c.SystemIdentities); got != "[svc-a svc-b of https://b]" {
+		t.Errorf("system identities = %s", got)
 	}
 }

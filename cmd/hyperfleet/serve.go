@@ -99,7 +99,7 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 	}
 	var tc *tenancy.Config
 	if a.tenancyFile != "" {
-		if tc, err = tenancy.Load(a.tenancyFile, jwt.Enabled); err != nil {
+		if tc, err = tenancy.Load(a.tenancyFile, jwt.Enabled, jwt.IssuerNames()...); err != nil {
 			return apiserver.Options{}, err
 		}
 		keys := make([]string, 0, len(tc.Dimensions))

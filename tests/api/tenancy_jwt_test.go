@@ -22,8 +22,11 @@ import (
 )
 
 // jwtTenancy is the issue's JWT-only example, with a second system
-// identity: the reconciler's service account beside the adapters'.
-const jwtTenancy = `system_identities: [svc-adapter, svc-reconciler]
+// identity: the reconciler's service account beside the adapters', both
+// bound to the service accounts' issuer.
+const jwtTenancy = `system_identities:
+  - {issuer: "https://kubernetes.default.svc", identity: svc-adapter}
+  - {issuer: "https://kubernetes.default.svc", identity: svc-reconciler}
 dimensions:
   - {claim: org_id, key: org, required: true}
 `
@@ -111,6 +114,11 @@ func TestTenancyFromJWTs(t *testing.T) {
 			e.as(sys, "POST", base+"/clusters", clusterBody("by-service")).problem(403, "HYPERFLEET-AUZ-001")
 		}
 		e.as(stranger, "GET", c.Href, nil).problem(403, "HYPERFLEET-AUZ-002")
+		// Issue 43: a token of the users' issuer whose identity claim is a
+		// service's name is that user, a tenant, not a system caller.
+		impostor := caller{name: "user named like a service", token: sso.token(t, userClaims("svc-adapter", "globex"))}
+		e.as(impostor, "GET", c.Href, nil).problem(404, "HYPERFLEET-NTF-001")
+		e.as(impostor, "PUT", c.Href+"/statuses", report("validation", 2, "True")).problem(403, "HYPERFLEET-AUZ-001")
 		e.as(alice, "PUT", c.Href+"/statuses", report("validation", 2, "True")).problem(403, "HYPERFLEET-AUZ-001")
 		// A token of an issuer not trusted is not a token.
 		e.as(caller{name: "untrusted", token: sa.token(t, jwt.MapClaims{"iss": "https://evil.example.com", "sub": "svc-adapter",

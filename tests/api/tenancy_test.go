@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/auth"
 	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
@@ -409,5 +410,17 @@ func TestTenancyConfigErrorsStopTheAPI(t *testing.T) {
 	o.Server.Tenancy = &tenancy.Config{Dimensions: []tenancy.Dimension{{Key: "org", Claim: "org_id", Required: true}}, SystemHeader: "X-S"}
 	if _, err := buildApp(o); err == nil || !strings.Contains(err.Error(), "dimensions[0].claim") || !strings.Contains(err.Error(), "--jwt-enabled") {
 		t.Errorf("a claim dimension without JWTs: %v", err)
+	}
+	// Issue 43: with JWTs a header any token holder can send must not
+	// make system callers, and with two issuers a system identity must
+	// name its issuer.
+	o = newEnvOptions(t)
+	o.Auth = auth.Config{Enabled: true, Issuer: "https://users", JWKSURL: "http://127.0.0.1:1/keys",
+		Issuers: []auth.Issuer{{Issuer: "https://services", JWKSURL: "http://127.0.0.1:1/keys"}}}
+	o.Server.Tenancy = &tenancy.Config{Dimensions: []tenancy.Dimension{{Key: "org", Claim: "org_id", Required: true}}, SystemHeader: "X-S",
+		SystemIdentities: []tenancy.SystemIdentity{{Identity: "svc-adapter"}}}
+	_, err := buildApp(o)
+	if err == nil || !strings.Contains(err.Error(), "system_header: with JWT authentication on") || !strings.Contains(err.Error(), "names no issuer") {
+		t.Errorf("a system header and an unbound identity with two issuers: %v", err)
 	}
 }
