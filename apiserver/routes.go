@@ -114,6 +114,7 @@ func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
 	api.DELETE(item, with(tenants, s.handle(s.deleteResource(ref)))...)
 	api.POST(item+"/force-delete", with(tenants, s.handle(s.forceDelete(ref)))...)
 	api.GET(item+"/statuses", s.handle(s.listStatuses(ref)))
+	api.GET(item+"/reconciliation", s.handle(s.reconciliationOf(ref)))
 	api.PUT(item+"/statuses", with(system, s.handle(s.reportStatus(ref)))...)
 	api.POST(item+"/statuses", with(system, s.handle(s.reportStatus(ref)))...)
 }

@@ -97,6 +97,8 @@ type Server struct {
 	// failing holds each failing check's last error, so a failure is
 	// logged when it starts or changes, not on every probe.
 	failing map[string]string
+	// recon is what the reconciliation endpoint reads (nil: no engine).
+	recon reconciliationSource
 }
 
 // New assembles the router.

@@ -22,6 +22,7 @@ import (
 	adaptermetrics "github.com/hyperfleet/hyperfleet/adapter/metrics"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/admission"
+	"github.com/hyperfleet/hyperfleet/apiserver/reconciliation"
 	"github.com/hyperfleet/hyperfleet/apiserver/relay"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/worker/wake"
@@ -36,6 +37,9 @@ type Config struct {
 	// Temporal is the connection every part shares.
 	Temporal  client.Client
 	Namespace string
+	// TemporalUIURL is the Temporal Web UI's base URL: a system caller's
+	// reconciliation links the resource's workflow page ("": no link).
+	TemporalUIURL string
 	// Reconcile tunes the workflows the relay starts.
 	Reconcile reconcile.Options
 	// RelaySweep is the relay's safety-net interval (0: its default).
@@ -121,6 +125,11 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	})
 	app.Service.OnOutbox(s.Relay.Nudge)
 	app.Service.ShowAdmission()
+	app.Server.SetReconciliationSource(&apiserver.ReconciliationSource{
+		Reader:           &reconciliation.TemporalReader{Client: cfg.Temporal},
+		StartedPerSecond: func() float64 { return s.Relay.Admission().StartedPerSecond },
+		UIURL:            cfg.TemporalUIURL, Namespace: cfg.Namespace,
+	})
 	app.Server.AddReadinessCheck(apiserver.Check{Name: "workflow-engine", Check: s.Relay.Check})
 	s.goRun(func() error { return s.Relay.Run(runCtx) })
 	s.goRun(func() error { return app.Server.Serve(runCtx, ln) })

@@ -15,10 +15,12 @@ import (
 var (
 	rootPaths = []string{
 		"/clusters", "/clusters/{cluster_id}", "/clusters/{cluster_id}/force-delete", "/clusters/{cluster_id}/statuses",
+		"/clusters/{cluster_id}/reconciliation",
 	}
 	childPaths = []string{
 		"/nodepools", "/clusters/{cluster_id}/nodepools", "/clusters/{cluster_id}/nodepools/{nodepool_id}",
 		"/clusters/{cluster_id}/nodepools/{nodepool_id}/force-delete", "/clusters/{cluster_id}/nodepools/{nodepool_id}/statuses",
+		"/clusters/{cluster_id}/nodepools/{nodepool_id}/reconciliation",
 	}
 	rootSchemas  = []string{"Cluster", "ClusterList", "ClusterCreateRequest"}
 	childSchemas = []string{"NodePool", "NodePoolList", "NodePoolCreateRequest"}

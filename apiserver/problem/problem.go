@@ -51,6 +51,7 @@ const (
 	CodeUnavailable      Code = "HYPERFLEET-SVC-001" // a dependency (database) is unavailable or the server is shutting down
 	CodeRequestTimeout   Code = "HYPERFLEET-SVC-002" // the request did not finish in time
 	CodeStorageFull      Code = "HYPERFLEET-SVC-003" // the database has no space left for the write
+	CodeWorkflowEngine   Code = "HYPERFLEET-SVC-004" // the workflow engine (Temporal) did not answer a read of a reconciliation
 )
 
 // FieldError names one invalid input: where it is, what was sent, which rule

@@ -36,6 +36,9 @@ type Admissions interface {
 	// Queued reports which of the resources have a change waiting in the
 	// outbox: not handed to Temporal yet.
 	Queued(ctx context.Context, ids []string) (map[string]bool, error)
+	// QueuePosition says whether a change of the resource waits in the
+	// outbox, and how many changes were written before its oldest.
+	QueuePosition(ctx context.Context, resourceID string) (ahead int, waiting bool, err error)
 }
 
 type admissionRow struct {
@@ -116,6 +119,22 @@ func (s *gormStore) Queued(ctx context.Context, ids []string) (map[string]bool, 
 		out[id] = true
 	}
 	return out, nil
+}
+
+func (s *gormStore) QueuePosition(ctx context.Context, resourceID string) (int, bool, error) {
+	var first *int64
+	err := s.db.WithContext(ctx).Model(&outboxRow{}).Where("resource_id = ?", resourceID).Select("min(id)").Scan(&first).Error
+	if err != nil {
+		return 0, false, fmt.Errorf("read the outbox of %s: %w", resourceID, err)
+	}
+	if first == nil {
+		return 0, false, nil
+	}
+	var ahead int64
+	if err := s.db.WithContext(ctx).Model(&outboxRow{}).Where("id < ?", *first).Count(&ahead).Error; err != nil {
+		return 0, false, fmt.Errorf("count the outbox before %s: %w", resourceID, err)
+	}
+	return int(ahead), true, nil
 }
 
 // StartRound marks the round admitted for a resource at generation or

@@ -84,6 +84,9 @@ Kubernetes adapters run against that cluster too (landing-zone,
 validation-job, nodepool-config).`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseServeOnlyEnv("dev", os.LookupEnv); err != nil {
+				return err
+			}
 			if err := bindEnv(cmd); err != nil {
 				return err
 			}
@@ -100,7 +103,7 @@ validation-job, nodepool-config).`,
 	f.tracing.add(fs, "hyperfleet")
 	f.db.add(fs)
 	f.reconcile.add(fs)
-	fs.StringVar(&f.listen, "listen", ":8000", "address of the API")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "address of the API; it has no authentication, so other hosts reach it only when asked for (e.g. --listen :8000)")
 	fs.IntVar(&f.temporalPort, "temporal-port", 7233, "port of the embedded Temporal frontend on 127.0.0.1")
 	fs.IntVar(&f.uiPort, "ui-port", 8233, "port of the Temporal Web UI on 127.0.0.1 (0: no UI)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "cluster for the Kubernetes adapters (default: $KUBECONFIG; without either they stay off)")
@@ -111,6 +114,24 @@ validation-job, nodepool-config).`,
 	fs.StringSliceVar(&f.clusterOptional, "cluster-optional-adapters", nil, "adapters to run for clusters as optional: they report but never decide readiness or removal")
 	fs.StringSliceVar(&f.nodePoolOptional, "nodepool-optional-adapters", nil, "adapters to run for node pools as optional")
 	return cmd
+}
+
+// serveOnlyEnv are settings of `hyperfleet serve` that the embedded
+// stack does not take: authentication and tenancy. Set for dev, they
+// would be ignored, and a user would believe the API protected.
+var serveOnlyEnv = []string{"HYPERFLEET_TENANCY_FILE", "HYPERFLEET_JWT_ENABLED", "HYPERFLEET_JWT_ISSUER", "HYPERFLEET_JWT_JWKS_URL",
+	"HYPERFLEET_JWT_JWKS_FILE", "HYPERFLEET_JWT_ISSUERS_FILE"}
+
+// refuseServeOnlyEnv refuses a serve-only setting in the environment of
+// command (dev, run-ha), which runs its API without them.
+func refuseServeOnlyEnv(command string, lookup func(string) (string, bool)) error {
+	for _, name := range serveOnlyEnv {
+		if v, ok := lookup(name); ok && v != "" {
+			return fmt.Errorf("%s is set, but hyperfleet %s runs its API on loopback without authentication or tenancy: "+
+				"unset it, or run the API with `hyperfleet serve` (the Helm chart) to use it", name, command)
+		}
+	}
+	return nil
 }
 
 func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
@@ -173,7 +194,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			Optional:   adapters.optional,
 			Logger:     log,
 		},
-		Temporal: tc, Namespace: srv.Namespace(),
+		Temporal: tc, Namespace: srv.Namespace(), TemporalUIURL: uiURL,
 		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, NoAdmission: !f.reconcile.admission, AdmissionHandoffTarget: f.reconcile.handoffTarget,
 		Adapters: adapters.files,
 		AdapterDeps: worker.AdapterDeps{Kube: kubeFn, Maestro: f.maestroSet,

@@ -274,6 +274,17 @@ func TestTemporalOutage(t *testing.T) {
 		t.Errorf("/readyz during the outage = %d %s, want 503 with the database ok and the workflow engine unavailable", code, body)
 	}
 	s.mustDo(http.MethodPatch, path(first), map[string]any{"spec": map[string]any{"nodes": 5}}, http.StatusOK)
+	// The reconciliation of a resource cannot be read without Temporal: a
+	// 503 with Retry-After within a bounded time, while reads of the
+	// resource itself go on.
+	began := time.Now()
+	code, out := s.do(http.MethodGet, path(first)+"/reconciliation", nil)
+	if took := time.Since(began); code != http.StatusServiceUnavailable || !strings.Contains(string(out), "HYPERFLEET-SVC-004") || took > 10*time.Second {
+		t.Errorf("GET reconciliation during the outage = %d %s after %s, want a 503 HYPERFLEET-SVC-004 within seconds", code, out, took)
+	}
+	if _, ok := s.get(first); !ok {
+		t.Error("the cluster cannot be read during the outage")
+	}
 
 	s.startTemporal()
 	for _, c := range during {

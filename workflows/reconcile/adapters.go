@@ -48,6 +48,8 @@ type adapterState struct {
 	// workflow does not host it: for the rest of this run it goes to its
 	// own task queue directly.
 	remote bool
+	// started is when its run under way started; zero when none is.
+	started time.Time
 }
 
 func newAdapterTable(required, optional []string) adapterTable {
@@ -102,15 +104,18 @@ func (t *adapterTable) take(all bool) (required, optional []string) {
 	return required, optional
 }
 
-// running lists the optional adapters whose run is under way.
-func (t *adapterTable) running() []string {
-	var out []string
-	for _, name := range t.optional {
-		if t.get(name).running {
-			out = append(out, name)
+// running lists the adapters whose run is under way, and when each
+// started.
+func (t *adapterTable) running() ([]string, map[string]time.Time) {
+	var names []string
+	at := map[string]time.Time{}
+	for _, name := range t.all() {
+		if s := t.get(name); !s.started.IsZero() {
+			names = append(names, name)
+			at[name] = s.started
 		}
 	}
-	return out
+	return names, at
 }
 
 // allWatched reports whether the last run of every adapter, optional ones
@@ -218,7 +223,8 @@ type adapterRun struct {
 func (r *reconciler) record(ctx workflow.Context, name string, gen int64, run adapterRun) {
 	s := r.adapters.get(name)
 	s.watched, s.recheckAt, s.seen = run.watched, run.recheckAt, run.seen
-	s.last, s.ran = AdapterView{Generation: gen, Outcome: run.outcome, Detail: run.detail, FinishedAt: workflow.Now(ctx)}, true
+	s.last, s.ran = AdapterView{Generation: gen, Outcome: run.outcome, Detail: run.detail, FinishedAt: workflow.Now(ctx), StartedAt: s.started}, true
+	s.started = time.Time{}
 	if run.outcome == OutcomeError || run.outcome == OutcomeFailed {
 		if r.adapters.isOptional(name) {
 			r.run.log.Warn("optional adapter did not succeed; the resource does not wait for it", "adapter", name, "generation", gen, "outcome", run.outcome, "detail", run.detail)
@@ -283,7 +289,9 @@ func (r *reconciler) startOptional(ctx workflow.Context, names []string, gen int
 func (r *reconciler) runAdapter(ctx workflow.Context, name string, gen int64, local bool) adapterRun {
 	in := RunInput{Event: r.run.ref.Event(gen), Adapter: name}
 	var res RunResult
-	if s := r.adapters.get(name); local && !s.remote {
+	s := r.adapters.get(name)
+	s.started = workflow.Now(ctx)
+	if local && !s.remote {
 		err := workflow.ExecuteLocalActivity(r.localContext(ctx), ActivityRun, in).Get(ctx, &res)
 		if err != nil {
 			return adapterRun{outcome: OutcomeError, detail: activityError("run", err)}

@@ -452,6 +452,9 @@ type AdapterView struct {
 	Outcome    Outcome   `json:"outcome"`
 	Detail     string    `json:"detail,omitempty"`
 	FinishedAt time.Time `json:"finished_at"`
+	// StartedAt is when the run started (zero in views the previous
+	// release handed over).
+	StartedAt time.Time `json:"started_at,omitzero"`
 }
 
 // Outcome is how an adapter's run in a round ended, as the workflow's
@@ -480,11 +483,16 @@ type View struct {
 	// NextRoundCause says what the wait for NextRound is.
 	NextRoundCause WaitCause `json:"next_round_cause,omitempty"`
 	// Adapters holds the last outcome of every adapter, optional ones
-	// included; Optional names those, and Running the optional adapters
-	// whose run is under way (a round does not wait for them).
-	Adapters map[string]AdapterView `json:"adapters"`
-	Optional []string               `json:"optional,omitempty"`
-	Running  []string               `json:"running,omitempty"`
+	// included; Required and Optional name the adapters the workflow
+	// runs, and Running those whose run is under way (an optional one's
+	// does not hold the round), with when it started.
+	Adapters  map[string]AdapterView `json:"adapters"`
+	Required  []string               `json:"required,omitempty"`
+	Optional  []string               `json:"optional,omitempty"`
+	Running   []string               `json:"running,omitempty"`
+	RunningAt map[string]time.Time   `json:"running_at,omitempty"`
+	// RoundCause is why the current (or last) round ran.
+	RoundCause RoundCause `json:"round_cause,omitempty"`
 	// Tenant is the resource's tenancy ("" without tenancy).
 	Tenant string `json:"tenant,omitempty"`
 }

@@ -95,7 +95,7 @@ func (r *reconciler) runRound(ctx workflow.Context) (gone bool, err error) {
 		cause = CauseGeneration // a new run's first round
 	}
 	rs := &r.round
-	rs.target, rs.wake, rs.cause, rs.all = rs.latest, false, "", false
+	rs.target, rs.wake, rs.cause, rs.all, rs.ran = rs.latest, false, "", false, cause
 	before := r.settledAtTarget()
 	rs.number++
 	rs.inRun++

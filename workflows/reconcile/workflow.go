@@ -63,8 +63,8 @@ type roundState struct {
 	// the backoff.
 	failures int
 	// cause is why the next round runs, for its log line and the rounds
-	// metric (RoundCause).
-	cause RoundCause
+	// metric (RoundCause); ran is why the current (or last) one ran.
+	cause, ran RoundCause
 	// all asks the next round to run every adapter; wake asks for a round
 	// although no adapter is asked for (the resource is read again).
 	all, wake bool
@@ -137,8 +137,12 @@ func (r *reconciler) resume(c *Carry) {
 func (r *reconciler) view() (View, error) {
 	out := View{Ref: r.run.ref, Generation: r.round.latest, Target: r.round.target, Round: r.round.number, Phase: r.round.phase,
 		Reconciled: r.last.reconciled, Reason: r.last.reason, NextRound: r.round.nextRound, NextRoundCause: r.round.waitCause,
-		Adapters: map[string]AdapterView{}, Tenant: r.run.tenant,
-		Optional: slices.Clone(r.adapters.optional), Running: r.adapters.running()}
+		Adapters: map[string]AdapterView{}, Tenant: r.run.tenant, RoundCause: r.round.ran,
+		Required: slices.Clone(r.adapters.required), Optional: slices.Clone(r.adapters.optional)}
+	out.Running, out.RunningAt = r.adapters.running()
+	if len(out.RunningAt) == 0 {
+		out.RunningAt = nil
+	}
 	for name, s := range r.adapters.state {
 		if s.ran {
 			out.Adapters[name] = s.last

@@ -1,0 +1,88 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/apiserver/reconciliation"
+	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
+)
+
+// ReconciliationSource is what GET <resource>/reconciliation reads
+// besides the database: the workflow engine, and the relay's rate of
+// rounds started (for when a waiting change will be handed over).
+type ReconciliationSource struct {
+	Reader interface {
+		Read(ctx context.Context, kind, id string) (reconciliation.Workflow, error)
+	}
+	StartedPerSecond func() float64
+	// UIURL is the Temporal Web UI's base URL and Namespace the
+	// workflows' namespace, for system callers' links ("" UIURL: none).
+	UIURL, Namespace string
+}
+
+// reconciliationSource is set once the workflow engine is attached.
+type reconciliationSource = atomic.Pointer[ReconciliationSource]
+
+// SetReconciliationSource attaches the workflow engine the reconciliation
+// endpoint reads; without it the endpoint answers 503.
+func (s *Server) SetReconciliationSource(src *ReconciliationSource) { s.recon.Store(src) }
+
+// reconciliationOf answers why a resource is, or is not, Reconciled.
+func (s *Server) reconciliationOf(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		ctx := c.Request.Context()
+		r, err := s.svc.Get(ctx, ref(c))
+		if err != nil {
+			return err
+		}
+		src := s.recon.Load()
+		if src == nil {
+			return problem.New(http.StatusServiceUnavailable, problem.CodeWorkflowEngine,
+				"this API runs without a workflow engine, so no reconciliation can be read")
+		}
+		var q reconciliation.Queue
+		ahead, waiting, err := s.store.QueuePosition(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if waiting {
+			rate := 0.0
+			if src.StartedPerSecond != nil {
+				rate = src.StartedPerSecond()
+			}
+			q = reconciliation.Queue{Waiting: true, Ahead: ahead, StartIn: time.Duration(float64(ahead+1) / max(rate, 1.0/60) * float64(time.Second))}
+		}
+		wf, err := src.Reader.Read(ctx, r.Kind, r.ID)
+		if err != nil {
+			return problem.New(http.StatusServiceUnavailable, problem.CodeWorkflowEngine,
+				"the workflow engine did not answer in time, so the reconciliation cannot be read now; every other route works (see Retry-After)").WithCause(err)
+		}
+		rep := reconciliation.Build(r, wf, q, s.svc.Registered(r.Kind), s.svc.Optional(r.Kind))
+		if wf.Found && s.systemCaller(ctx) {
+			rep.Workflow = &reconciliation.WorkflowRef{ID: wf.ID}
+			if src.UIURL != "" {
+				rep.Workflow.UIURL = fmt.Sprintf("%s/namespaces/%s/workflows/%s", src.UIURL, url.PathEscape(src.Namespace), url.PathEscape(wf.ID))
+			}
+		}
+		c.JSON(http.StatusOK, rep)
+		return nil
+	}
+}
+
+// systemCaller reports whether the request's caller is a system caller:
+// with a tenancy file, one it names so; without one, there are no
+// tenants to keep Temporal's names from.
+func (s *Server) systemCaller(ctx context.Context) bool {
+	if s.cfg.Tenancy == nil {
+		return true
+	}
+	return tenancy.FromContext(ctx).System
+}
