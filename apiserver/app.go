@@ -103,12 +103,15 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		}
 		opts.Logger.Info().Str("file", opts.SpecSchema).Strs("kinds", v.Kinds()).Msg("spec schema validation on")
 		specs = v
-	} else {
-		for _, k := range opts.Kinds.All() {
-			if k.RequireSpecSchema {
-				return nil, fmt.Errorf("kind %s has require_spec_schema but no --spec-schema is set: name the OpenAPI document with its %s schema", k.Kind, k.SpecSchemaName)
-			}
+	} else if slices.ContainsFunc(opts.Kinds.All(), func(k resource.Kind) bool { return k.RequireSpecSchema }) {
+		// Kinds that require a spec schema start from the built-in base,
+		// as upstream's do.
+		v, err := specschema.LoadFor("", opts.Kinds)
+		if err != nil {
+			return nil, err
 		}
+		opts.Logger.Info().Strs("kinds", v.Kinds()).Msg("spec schema validation on, with the built-in base schemas")
+		specs = v
 	}
 	opts.Store.Logger = opts.Logger
 	opts.Store.Kinds = opts.Kinds
@@ -300,6 +303,9 @@ func ParseAdapterList(value string) ([]string, error) {
 		}
 		if seen[n] {
 			return nil, fmt.Errorf("adapter %q is listed twice", n)
+		}
+		if err := resource.CheckAdapterName(n); err != nil {
+			return nil, fmt.Errorf("%w: no status report could name it, so its resources could never be Ready", err)
 		}
 		seen[n] = true
 		out = append(out, n)

@@ -36,7 +36,7 @@ func TestWrongDiscoveryGolden(t *testing.T) {
 	}
 	health := condition(t, payload(t, rep.State, "statusPayload"), "Health")
 	wantMsg := `Adapter failed at phase [resources] step [clusterInfo]: resource clusterInfo: ConfigMap "cluster-0198c0de-1a2b-7c3d-8e4f-5a6b7c8d9e0f-info" was created, ` +
-		`but discovery.by_name "cluster-0198c0de-1a2b-7c3d-8e4f-5a6b7c8d9e0f-information" found no ConfigMap of that name in namespace "default"`
+		`but discovery.by_name "cluster-0198c0de-1a2b-7c3d-8e4f-5a6b7c8d9e0f-information": ConfigMap not found in namespace "default"`
 	if health["status"] != "False" || health["reason"] != "ExecutionFailed:resources" || !strings.HasPrefix(health["message"].(string), wantMsg) {
 		t.Errorf("Health = %v", health)
 	}
@@ -79,7 +79,7 @@ func TestCompatWrongDiscoveryName(t *testing.T) {
 	health := condition(t, p, "Health")
 	msg, _ := health["message"].(string)
 	if health["reason"] != "ExecutionFailed:resources" || !strings.HasPrefix(msg, "Adapter failed at phase [resources] step [resource0]: ") ||
-		!strings.Contains(msg, `ManifestWork "abc123-cl-m-wrong-ds" was created, but discovery.by_name "abc123-cl-m-wrong-ds-wrong" found no ManifestWork of that name on "cluster1"`) {
+		!strings.Contains(msg, `ManifestWork "abc123-cl-m-wrong-ds" was created, but discovery.by_name "abc123-cl-m-wrong-ds-wrong": ManifestWork not found on "cluster1"`) {
 		t.Errorf("Health = %v", health)
 	}
 }

@@ -343,9 +343,9 @@ func TestDiscoveryThatFindsNothingFailsTheResourcesPhase(t *testing.T) {
 		want           []string // in the error message
 	}{
 		{"by name", `by_name: "{{ .clusterId }}"`, `by_name: "{{ .clusterId }}-wrong"`, "cm=CREATE ns=CREATE", "ns",
-			[]string{`resource ns: Namespace "c1" was created, but discovery.by_name "c1-wrong" found no Namespace of that name`}},
+			[]string{`resource ns: Namespace "c1" was created, but discovery.by_name "c1-wrong": Namespace not found (no object of that name)`}},
 		{"by selectors", "hyperfleet.io/cluster-id: \"{{ .clusterId }}\"\n    lifecycle", "hyperfleet.io/cluster-id: other\n    lifecycle", "cm=CREATE", "cm",
-			[]string{`resource cm: ConfigMap "c1-config" was created, but discovery.by_selectors (label_selector hyperfleet.io/cluster-id=other) found no ConfigMap in namespace "c1"`}},
+			[]string{`resource cm: ConfigMap "c1-config" was created, but discovery.by_selectors (label_selector hyperfleet.io/cluster-id=other): ConfigMap not found in namespace "c1" (no object with those labels)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task := strings.Replace(statusTask, tc.from, tc.to, 1)

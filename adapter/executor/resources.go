@@ -213,10 +213,12 @@ func (e *Engine) notDiscovered(r *taskconfig.Resource, manifest transport.Object
 	if target != "" {
 		where += fmt.Sprintf(" on %q", target)
 	}
+	// "not found", upstream's words: its clients and test suites match on
+	// them.
 	var looked string
 	if d.ByName != "" {
 		name, _ := e.render(d.ByName, data)
-		looked = fmt.Sprintf("discovery.by_name %q found no %s of that name%s", name, ref.Kind, where)
+		looked = fmt.Sprintf("discovery.by_name %q: %s not found%s (no object of that name)", name, ref.Kind, where)
 	} else {
 		labels := make([]string, 0, len(d.BySelectors.LabelSelector))
 		for k, v := range d.BySelectors.LabelSelector {
@@ -224,7 +226,7 @@ func (e *Engine) notDiscovered(r *taskconfig.Resource, manifest transport.Object
 			labels = append(labels, k+"="+rv)
 		}
 		sort.Strings(labels)
-		looked = fmt.Sprintf("discovery.by_selectors (label_selector %s) found no %s%s", strings.Join(labels, ","), ref.Kind, where)
+		looked = fmt.Sprintf("discovery.by_selectors (label_selector %s): %s not found%s (no object with those labels)", strings.Join(labels, ","), ref.Kind, where)
 	}
 	return fmt.Errorf("resource %s: %s %q was %s, but %s; make the discovery match the applied object's name or labels",
 		r.Name, ref.Kind, ref.Name, applied, looked)

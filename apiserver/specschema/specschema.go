@@ -7,6 +7,7 @@ package specschema
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,37 +28,77 @@ type Validator struct {
 // Load reads an OpenAPI 3 document for the default kinds.
 func Load(path string) (*Validator, error) { return LoadFor(path, resource.Defaults()) }
 
-// LoadFor reads an OpenAPI 3 document. It must define the schema of at least
-// one kind, and of every kind with require_spec_schema; a kind without a
-// schema is not validated.
+//go:embed base.yaml
+var baseDocument []byte
+
+// LoadFor reads an OpenAPI 3 document (path "": none) over the built-in
+// base (base.yaml: upstream's core kinds' spec schemas, open objects). A
+// kind's schema is the document's, else, for a kind with
+// require_spec_schema, the base's; a kind with neither is not validated,
+// and a kind that requires a schema neither defines is an error. A
+// document must define the schema of at least one kind.
 func LoadFor(path string, kinds *resource.Kinds) (*Validator, error) {
-	loader := openapi3.NewLoader()
-	loader.IsExternalRefsAllowed = false
-	doc, err := loader.LoadFromFile(path)
+	base, err := load("the built-in base spec schemas", func(l *openapi3.Loader) (*openapi3.T, error) { return l.LoadFromData(baseDocument) })
 	if err != nil {
-		return nil, fmt.Errorf("spec schema %s: not a readable OpenAPI 3 document: %w", path, err)
+		return nil, err
 	}
-	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
-		return nil, fmt.Errorf("spec schema %s: invalid OpenAPI document: %w", path, err)
+	var doc *openapi3.T
+	if path != "" {
+		if doc, err = load(path, func(l *openapi3.Loader) (*openapi3.T, error) { return l.LoadFromFile(path) }); err != nil {
+			return nil, err
+		}
 	}
 	v := &Validator{schemas: map[string]*openapi3.Schema{}}
 	var names []string
+	fromDoc := 0
 	for _, k := range kinds.All() {
 		names = append(names, k.SpecSchemaName)
-		if doc.Components != nil {
-			if ref, ok := doc.Components.Schemas[k.SpecSchemaName]; ok && ref.Value != nil {
-				v.schemas[k.Kind] = ref.Value
-				continue
-			}
+		if s := schemaOf(doc, k.SpecSchemaName); s != nil {
+			v.schemas[k.Kind] = s
+			fromDoc++
+			continue
 		}
-		if k.RequireSpecSchema {
-			return nil, fmt.Errorf("spec schema %s: components.schemas has no %s, which kind %s requires (require_spec_schema); add it or drop the requirement", path, k.SpecSchemaName, k.Kind)
+		if !k.RequireSpecSchema {
+			continue
 		}
+		if s := schemaOf(base, k.SpecSchemaName); s != nil {
+			v.schemas[k.Kind] = s
+			continue
+		}
+		if path == "" {
+			return nil, fmt.Errorf("kind %s has require_spec_schema, and its %s is not one of the built-in base's (ClusterSpec, NodePoolSpec, WifConfigSpec, ChannelSpec, VersionSpec): name an OpenAPI document with it (--spec-schema)", k.Kind, k.SpecSchemaName)
+		}
+		return nil, fmt.Errorf("spec schema %s: components.schemas has no %s, which kind %s requires (require_spec_schema); add it or drop the requirement", path, k.SpecSchemaName, k.Kind)
 	}
-	if len(v.schemas) == 0 {
+	if path != "" && fromDoc == 0 {
 		return nil, fmt.Errorf("spec schema %s: components.schemas has none of %s; add the schema for the kinds to validate", path, strings.Join(names, ", "))
 	}
 	return v, nil
+}
+
+// load reads and validates an OpenAPI 3 document; name is for errors.
+func load(name string, read func(*openapi3.Loader) (*openapi3.T, error)) (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	loader.IsExternalRefsAllowed = false
+	doc, err := read(loader)
+	if err != nil {
+		return nil, fmt.Errorf("spec schema %s: not a readable OpenAPI 3 document: %w", name, err)
+	}
+	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
+		return nil, fmt.Errorf("spec schema %s: invalid OpenAPI document: %w", name, err)
+	}
+	return doc, nil
+}
+
+// schemaOf is a document's schema of that name (nil: none).
+func schemaOf(doc *openapi3.T, name string) *openapi3.Schema {
+	if doc == nil || doc.Components == nil {
+		return nil
+	}
+	if ref, ok := doc.Components.Schemas[name]; ok && ref.Value != nil {
+		return ref.Value
+	}
+	return nil
 }
 
 // Kinds lists the kinds with a schema.

@@ -26,7 +26,7 @@ func TestWrongDiscoveryFailsTheResourcesPhase(t *testing.T) {
 		msg, _ := health["message"].(string)
 		if ops(res) != want || conds != "Applied=False Available=False Health=False" || health["reason"] != "ExecutionFailed:resources" ||
 			!strings.Contains(msg, `resource clusterInfo: ConfigMap "cluster-`+c.ID+`-info" was`) ||
-			!strings.Contains(msg, `discovery.by_name "cluster-`+c.ID+`-information" found no ConfigMap of that name in namespace "default"`) {
+			!strings.Contains(msg, `discovery.by_name "cluster-`+c.ID+`-information": ConfigMap not found in namespace "default"`) {
 			t.Errorf("run %s: %s %s, Health %v\n%s", want, ops(res), conds, health, trace(res))
 		}
 	}

@@ -186,7 +186,7 @@ func TestCompatMaestroFailures(t *testing.T) {
 		if ops(res) != want || conds != "Applied=False Available=False Health=False" || health["reason"] != "ExecutionFailed:resources" ||
 			!strings.HasPrefix(msg, "Adapter failed at phase [resources] step [resource0]: ") ||
 			!strings.Contains(msg, `ManifestWork "`+c.ID+`-cl-m-wrong-ds" was`) ||
-			!strings.Contains(msg, `discovery.by_name "`+c.ID+`-cl-m-wrong-ds-wrong" found no ManifestWork of that name on "cluster1"`) {
+			!strings.Contains(msg, `discovery.by_name "`+c.ID+`-cl-m-wrong-ds-wrong": ManifestWork not found on "cluster1"`) {
 			t.Errorf("cl-m-wrong-ds: %s %s, Health %v\n%s", ops(res), conds, health, trace(res))
 		}
 		if m := res.State.Meta; m.ExecutionStatus != "failed" || m.ExecutionError == nil || m.ExecutionError.Phase != "resources" || m.ExecutionError.Step != "resource0" {

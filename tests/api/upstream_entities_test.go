@@ -118,3 +118,39 @@ func TestServeStartsWithUpstreamEntities(t *testing.T) {
 		t.Fatalf("no exit after SIGTERM:\n%s", p.output())
 	}
 }
+
+// Upstream's entities block starts unchanged, without --spec-schema: the
+// kinds that require a spec schema take the built-in base (open objects,
+// as upstream's built-in document has them), so a cluster's spec must be
+// an object and nothing more.
+func TestServeStartsWithUpstreamEntitiesAndTheBaseSchemas(t *testing.T) {
+	dir := t.TempDir()
+	kinds := filepath.Join(dir, "entities.yaml")
+	if err := os.WriteFile(kinds, []byte(entitiesLikeUpstream), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	p := start(t, []string{"HYPERFLEET_LOG_FORMAT=json"}, "serve", "--state-dir", dir, "--listen", addr, "--kinds", kinds)
+	waitReady(t, p, addr)
+	if !strings.Contains(p.output(), "with the built-in base schemas") {
+		t.Errorf("the start-up log does not say the base schemas apply:\n%s", p.output())
+	}
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"kind":"Cluster","name":"open","spec":{"anything":{"goes":[1,2]}}}`, http.StatusCreated},
+		{`{"kind":"Cluster","name":"not-an-object","spec":[1,2]}`, http.StatusBadRequest},
+	} {
+		resp, err := http.Post("http://"+addr+base+"/clusters", "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST %s = %d, want %d", c.body, resp.StatusCode, c.want)
+		}
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
+}

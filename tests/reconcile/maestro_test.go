@@ -235,7 +235,7 @@ func TestMaestroFailingAdaptersThroughTemporal(t *testing.T) {
 		unreg, wrongDS, wrongNest := conditions(all["cl-m-unreg-consumer"]), conditions(all["cl-m-wrong-ds"]), conditions(all["cl-m-wrong-nest"])
 		ok := unreg["Health"].Status == hf.StatusFalse && strings.Contains(unreg["Health"].Message, `on consumer "unregistered-consumer"`) &&
 			wrongDS["Applied"].Status == hf.StatusFalse && wrongDS["Health"].Status == hf.StatusFalse &&
-			wrongDS["Health"].Reason == "ExecutionFailed:resources" && strings.Contains(wrongDS["Health"].Message, "found no ManifestWork of that name") &&
+			wrongDS["Health"].Reason == "ExecutionFailed:resources" && strings.Contains(wrongDS["Health"].Message, "ManifestWork not found") &&
 			wrongNest["Applied"].Status == hf.StatusTrue && wrongNest["Available"].Status == hf.StatusFalse &&
 			wrongNest["Available"].Reason == "NamespaceNotDiscovered"
 		return ok, fmt.Sprintf("cl-m-unreg-consumer %+v\ncl-m-wrong-ds %+v\ncl-m-wrong-nest %+v", unreg, wrongDS, wrongNest)
