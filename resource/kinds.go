@@ -323,12 +323,18 @@ func checkAdapterLists(k Kind) *listError {
 		if strings.TrimSpace(a) == "" || seen[a] {
 			return &listError{fmt.Sprintf("required_adapters of kind %s has an empty or repeated name %q", k.Kind, a), "list each adapter name once"}
 		}
+		if err := CheckAdapterName(a); err != nil {
+			return &listError{fmt.Sprintf("required_adapters of kind %s: %v: no status report could name it, so the kind could never be Ready", k.Kind, err), "use the adapter's name as its adapter-config.yaml declares it"}
+		}
 		seen[a] = true
 	}
 	optional := map[string]bool{}
 	for _, a := range k.OptionalAdapters {
 		if strings.TrimSpace(a) == "" || optional[a] {
 			return &listError{fmt.Sprintf("optional_adapters of kind %s has an empty or repeated name %q", k.Kind, a), "list each adapter name once"}
+		}
+		if err := CheckAdapterName(a); err != nil {
+			return &listError{fmt.Sprintf("optional_adapters of kind %s: %v: no status report could name it", k.Kind, err), "use the adapter's name as its adapter-config.yaml declares it"}
 		}
 		if seen[a] {
 			return &listError{fmt.Sprintf("adapter %q of kind %s is in both required_adapters and optional_adapters", a, k.Kind),

@@ -156,11 +156,22 @@ func Tail(file string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// environ is the supervisor's environment with the given variables set
-// (later ones win) and the HyperFleet ones of the supervisor dropped, so a
-// HYPERFLEET_* variable meant for one process does not leak into all.
+// passedEnv are the supervisor's variables a process gets: where things
+// are, locale and time zone, proxies and CA bundles, the Go runtime's
+// knobs. Nothing else of the operator's environment (its secrets, its
+// HYPERFLEET_* settings meant for one process) reaches every process, or
+// processes.json.
+var passedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"GOMAXPROCS", "GOMEMLIMIT", "GOGC", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR"}
+
+// environ is the supervisor's passedEnv with the given variables set
+// (later ones win).
 func environ(set ...string) []string {
-	out := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "HYPERFLEET_") })
+	out := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return !slices.Contains(passedEnv, k)
+	})
 	out = append(out, set...)
 	seen := map[string]int{}
 	var dedup []string

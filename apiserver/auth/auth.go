@@ -57,7 +57,18 @@ type Config struct {
 	// fetches them again (default 5 min), so a key withdrawn from the URL
 	// stops verifying tokens.
 	MaxKeyAge time.Duration
+	// ClockSkew is how far the issuer's clock may be from this one (exp,
+	// nbf and iat; default 30 s).
+	ClockSkew time.Duration
+	// MaxTokenLifetime bounds a token's exp: at most this long after its
+	// iat (or after now, without iat), plus ClockSkew (default 24 h;
+	// negative: no bound). A token stolen or minted for the year 3000 is
+	// refused.
+	MaxTokenLifetime time.Duration
 }
+
+// DefaultMaxTokenLifetime bounds the tokens of a Config that sets none.
+const DefaultMaxTokenLifetime = 24 * time.Hour
 
 // Issuer is one trusted token issuer, in --jwt-issuers-file's field names.
 type Issuer struct {
@@ -181,6 +192,12 @@ func New(ctx context.Context, cfg Config) (*Authenticator, error) {
 	if cfg.MaxKeyAge <= 0 {
 		cfg.MaxKeyAge = 5 * time.Minute
 	}
+	if cfg.ClockSkew <= 0 {
+		cfg.ClockSkew = 30 * time.Second
+	}
+	if cfg.MaxTokenLifetime == 0 {
+		cfg.MaxTokenLifetime = DefaultMaxTokenLifetime
+	}
 	a := &Authenticator{cfg: cfg, unverified: jwt.NewParser()}
 	if !cfg.Enabled {
 		return a, nil
@@ -192,7 +209,8 @@ func New(ctx context.Context, cfg Config) (*Authenticator, error) {
 		opts := []jwt.ParserOption{
 			jwt.WithValidMethods([]string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}),
 			jwt.WithExpirationRequired(),
-			jwt.WithLeeway(30 * time.Second),
+			jwt.WithIssuedAt(), // an iat in the future (beyond the skew) is refused
+			jwt.WithLeeway(cfg.ClockSkew),
 		}
 		if is.Issuer != "" {
 			opts = append(opts, jwt.WithIssuer(is.Issuer))
@@ -274,6 +292,9 @@ func (a *Authenticator) Verify(ctx context.Context, header string) (Principal, e
 	if err != nil {
 		return Principal{}, &Error{Message: "invalid token: " + err.Error()}
 	}
+	if err := a.checkLifetime(claims); err != nil {
+		return Principal{}, err
+	}
 	identity, _ := claims[is.IdentityClaim].(string)
 	if strings.TrimSpace(identity) == "" {
 		return Principal{}, &Error{Forbidden: true, Message: fmt.Sprintf("the token is valid but has no %q claim to identify the caller", is.IdentityClaim)}
@@ -343,6 +364,27 @@ func (is *issuer) verify(ctx context.Context, token string) (jwt.MapClaims, erro
 		}
 	}
 	return claims, err
+}
+
+// checkLifetime refuses a token that lives longer than MaxTokenLifetime:
+// its exp after its iat (or, without iat, after now), beyond the skew.
+func (a *Authenticator) checkLifetime(claims jwt.MapClaims) error {
+	if a.cfg.MaxTokenLifetime < 0 {
+		return nil
+	}
+	exp, err := claims.GetExpirationTime()
+	if err != nil || exp == nil {
+		return &Error{Message: "invalid token: no valid exp"}
+	}
+	from := time.Now()
+	if iat, err := claims.GetIssuedAt(); err == nil && iat != nil {
+		from = iat.Time
+	}
+	if exp.Sub(from) > a.cfg.MaxTokenLifetime+a.cfg.ClockSkew {
+		return &Error{Message: fmt.Sprintf("invalid token: it is valid for %s, longer than the %s this API accepts (--jwt-max-token-lifetime)",
+			exp.Sub(from).Round(time.Second), a.cfg.MaxTokenLifetime)}
+	}
+	return nil
 }
 
 // MaxIdentityLength bounds the identity claim, which every write stores.

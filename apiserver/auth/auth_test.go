@@ -302,3 +302,40 @@ func TestLoadIssuers(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// Issue 43: a token whose exp is in the year 3000, or whose iat is a day
+// ahead, was accepted. Lifetime and clock skew are bounded.
+func TestTokenLifetimeAndClockSkew(t *testing.T) {
+	s := newSigner(t, "a")
+	a, err := New(context.Background(), Config{Enabled: true, JWKSFile: writeJWKS(t, s.jwk()), IdentityClaim: "sub", MaxTokenLifetime: 12 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	cases := []struct {
+		name    string
+		claims  jwt.MapClaims
+		wantErr string
+	}{
+		{"an hour", claimsOf("x", "alice"), ""},
+		{"issued now for 12 hours", claimsOf("x", "alice", "iat", now.Unix(), "exp", now.Add(12*time.Hour).Unix()), ""},
+		{"the year 3000", claimsOf("x", "alice", "exp", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC).Unix()), "longer than"},
+		{"issued long ago for longer than allowed", claimsOf("x", "alice", "iat", now.Add(-20*time.Hour).Unix(), "exp", now.Add(time.Hour).Unix()), "longer than"},
+		{"issued a day ahead", claimsOf("x", "alice", "iat", now.Add(24*time.Hour).Unix(), "exp", now.Add(25*time.Hour).Unix()), "invalid token"},
+		{"issued within the skew ahead", claimsOf("x", "alice", "iat", now.Add(10*time.Second).Unix()), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := a.Verify(context.Background(), "Bearer "+s.token(t, c.claims))
+			if c.wantErr == "" {
+				if err != nil || p.Identity != "alice" {
+					t.Fatalf("Verify = %+v, %v; want alice", p, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("Verify = %+v, %v; want an error saying %q", p, err, c.wantErr)
+			}
+		})
+	}
+}

@@ -23,7 +23,7 @@ const (
 // Bounds of one report: every field is stored and served back, so none may
 // grow without limit.
 const (
-	MaxAdapterLength   = 253
+	MaxAdapterLength   = resource.MaxAdapterNameLength
 	MaxConditions      = 32
 	MaxConditionType   = 128
 	MaxConditionReason = 256

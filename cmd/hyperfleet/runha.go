@@ -32,8 +32,8 @@ func newRunHACommand() *cobra.Command {
 		Short: "Run the production shape on this machine as separate processes (make run-ha)",
 		Long: `Start HyperFleet as production runs it, every part its own process:
 a PostgreSQL cluster under --state-dir, Temporal's own server on it as four
-services (frontend, history, matching, worker; 4 history shards) with its Web
-UI, two API replicas on one database (:8000, :8001) behind a balancer
+services (frontend, history, matching, worker; 512 history shards for a new
+state directory) with its Web UI, two API replicas on one database (:8000, :8001) behind a balancer
 (:8080, the address the workers use, as a Kubernetes Service would be) and
 two workers, each hosting the reconciler and the shipped adapters (plus the
 Kubernetes adapters with KUBECONFIG or --kubeconfig).
@@ -44,8 +44,15 @@ working directory and environment that restart it; logs are in
 restarts; delete the folder to start from scratch.
 
 Temporal's binaries come from --bin-dir (make test-tools builds them).`,
-		Args:    cobra.NoArgs,
-		PreRunE: bindEnvPreRun,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			// Its APIs run on loopback without authentication or tenancy;
+			// a setting of those would not reach them.
+			if err := refuseServeOnlyEnv("run-ha", os.LookupEnv); err != nil {
+				return err
+			}
+			return bindEnvPreRun(cmd, args)
+		},
 		RunE: withLogger(func(ctx context.Context, log zerolog.Logger) error {
 			return runHA(ctx, &f, log)
 		}),

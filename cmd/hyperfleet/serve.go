@@ -46,6 +46,9 @@ type serveFlags struct {
 	temporal  temporalFlags
 	reconcile reconcileFlags
 	tracing   tracingFlags
+	// temporalUIURL links a system caller's reconciliation to its
+	// workflow's page in the Temporal Web UI.
+	temporalUIURL string
 }
 
 func (a *apiFlags) add(cmd *cobra.Command) {
@@ -72,6 +75,8 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.BoolVar(&a.jwt.ProtectService, "jwt-protect-service", false, "with --jwt-enabled, require a token on /metrics and /api/hyperfleet too")
 	fs.StringVar(&a.jwtIssuersFile, "jwt-issuers-file", "", "YAML file listing more trusted token issuers (issuers: [{issuer, jwks_url or jwks_file, audience, identity_claim, ca_file}])")
 	fs.StringVar(&a.jwt.CAFile, "jwt-ca-file", "", "PEM file of the CA that verifies JWKS URLs served over TLS (default: the system roots)")
+	fs.DurationVar(&a.jwt.ClockSkew, "jwt-clock-skew", 30*time.Second, "how far an issuer's clock may be from this one (exp, nbf, iat)")
+	fs.DurationVar(&a.jwt.MaxTokenLifetime, "jwt-max-token-lifetime", auth.DefaultMaxTokenLifetime, "refuse tokens valid for longer than this after they were issued (negative: no bound)")
 	fs.StringVar(&a.tenancyFile, "tenancy-file", "", "YAML tenancy file (system_header, system_identities, dimensions): scope every resource by tenant and give callers roles; off without it")
 	a.db.add(fs)
 	a.adapters.add(fs)
@@ -160,6 +165,7 @@ without deciding readiness or removal.`,
 	flags.temporal.add(cmd.Flags(), "")
 	flags.reconcile.add(cmd.Flags())
 	flags.tracing.add(cmd.Flags(), "hyperfleet-api")
+	cmd.Flags().StringVar(&flags.temporalUIURL, "temporal-ui-url", "", "base URL of the Temporal Web UI: a system caller's GET <resource>/reconciliation links the resource's workflow page there")
 	return cmd
 }
 
@@ -207,7 +213,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer tc.Close()
 	s, err := assembly.Start(ctx, assembly.Config{
-		API: opts, Temporal: tc, Namespace: f.temporal.cfg.Namespace, NoWorkers: true,
+		API: opts, Temporal: tc, Namespace: f.temporal.cfg.Namespace, TemporalUIURL: f.temporalUIURL, NoWorkers: true,
 		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, NoAdmission: !f.reconcile.admission, AdmissionHandoffTarget: f.reconcile.handoffTarget, Logger: log,
 	})
 	if err != nil {

@@ -115,6 +115,15 @@ func setCurrentVersion(ctx context.Context, c client.Client, v versioning.Versio
 // drainVersion moves every live workflow of v, not the current version,
 // to the current one, and waits at most timeout until none is left.
 func drainVersion(ctx context.Context, c client.Client, v versioning.Version, timeout time.Duration, rate float64, log zerolog.Logger) error {
+	// No workflow is pinned to a version Temporal does not know: without
+	// this, a typo would be reported drained and its workers free to stop.
+	known, err := versioning.Exists(ctx, c, v)
+	if err != nil {
+		return err
+	}
+	if !known {
+		return fmt.Errorf("%s does not exist: no worker of build id %q has polled deployment %s (`hyperfleet versions` lists its versions)", v, v.BuildID, v.Deployment)
+	}
 	cur, err := versioning.Current(ctx, c, v.Deployment)
 	if err != nil {
 		return err

@@ -80,6 +80,12 @@ func TestSeparateProcesses(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 2 || !regexp.MustCompile(`^\S+\s+current\s+[1-9]`).MatchString(lines[1]) {
 		t.Errorf("hyperfleet versions printed:\n%s\nwant one current version with the workflows pinned to it", out)
 	}
+	// Draining a version that does not exist is an error, not "drained:
+	// its workers may stop".
+	out, err = exec.Command(testenv.Binary(t), "versions", "drain", "no-such-build", "--temporal-address", temporalAddr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "does not exist") {
+		t.Errorf("hyperfleet versions drain no-such-build: %v\n%s\nwant an error saying it does not exist", err, out)
+	}
 
 	// What an operator watches: the relay's hand-offs on the API, the
 	// adapters' runs on the worker.

@@ -3,6 +3,7 @@
 package topology_test
 
 import (
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,9 @@ const burstSize = 240
 // recovery (from the fault to the last cluster Reconciled) is logged for
 // docs/reliability.md.
 func TestFaultsOnTheProductionShape(t *testing.T) {
+	// An operator's secret in the supervisor's environment, which no
+	// process needs.
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-for-the-children")
 	s := startShape(t, nil)
 	api := s.tp.APIURLs()
 	recovery := map[string]time.Duration{}
@@ -30,6 +34,17 @@ func TestFaultsOnTheProductionShape(t *testing.T) {
 		if !ok || p.PID == 0 || len(p.Argv) == 0 || p.Dir == "" || len(p.Env) == 0 {
 			t.Errorf("processes.json entry of %s = %+v, want its pid, argv, directory and environment", name, p)
 		}
+		// Issue 43: each process gets the variables it needs, not the
+		// operator's whole environment.
+		for _, kv := range p.Env {
+			if k, _, _ := strings.Cut(kv, "="); k == "AWS_SECRET_ACCESS_KEY" {
+				t.Errorf("processes.json gives %s the supervisor's %s", name, k)
+			}
+		}
+	}
+	// It holds every process's environment: the operator's alone.
+	if fi, err := os.Stat(s.tp.ManifestPath()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("processes.json mode %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
 
 	// A burst with no fault: the baseline the recoveries compare with.

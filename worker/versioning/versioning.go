@@ -83,6 +83,19 @@ func Current(ctx context.Context, c client.Client, deployment string) (Version, 
 	return cur, nil
 }
 
+// Exists reports whether Temporal knows v: a worker of it polled once.
+func Exists(ctx context.Context, c client.Client, v Version) (bool, error) {
+	_, err := c.WorkerDeploymentClient().GetHandle(v.Deployment).DescribeVersion(ctx, client.WorkerDeploymentDescribeVersionOptions{BuildID: v.BuildID})
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("describe version %s: %w", v, err)
+	}
+	return true, nil
+}
+
 // Promotion is what Promote did.
 type Promotion struct {
 	// Promoted is set when v became current now; Previous is the version
