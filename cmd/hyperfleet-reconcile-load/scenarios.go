@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -435,6 +436,7 @@ func (b *bench) reconcileOptions(window time.Duration) reconcile.Options {
 // change on an idle system, which admission control must not slow.
 func (b *bench) single(ctx context.Context) error {
 	fmt.Printf("| mode | clusters | create→Reconciled p50 | p90 | max |\n|---|---:|---:|---:|---:|\n")
+	ms := func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
 	for _, mode := range strings.Split(b.o.modes, ",") {
 		sys, err := b.start(ctx, mode, reconcile.Options{StabilityWindow: b.o.window})
 		if err != nil {
@@ -445,7 +447,8 @@ func (b *bench) single(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
 		}
-		fmt.Printf("| %s | %d | %s | %s | %s |\n", mode, len(lat), secs(pct(lat, 50)), secs(pct(lat, 90)), secs(pct(lat, 100)))
+		slices.Sort(lat)
+		fmt.Printf("| %s | %d | %s | %s | %s |\n", mode, len(lat), ms(pct(lat, 50)), ms(pct(lat, 90)), ms(pct(lat, 100)))
 	}
 	return nil
 }

