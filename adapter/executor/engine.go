@@ -175,7 +175,7 @@ func (e *Engine) Run(ctx context.Context, event map[string]any) (*Result, error)
 	return &Result{State: st, Post: post}, err
 }
 
-// Prepare runs params and preconditions: the first activity of a round.
+// Prepare runs params and preconditions.
 func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
 	st := NewState(NormalizeEvent(event))
 	log := e.logFor(st)
@@ -197,7 +197,7 @@ func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
 	return st
 }
 
-// ApplyResources runs the resources phase: the second activity.
+// ApplyResources runs the resources phase.
 func (e *Engine) ApplyResources(ctx context.Context, st *State) {
 	ctx, span := e.phaseSpan(ctx, phase.Resources, st)
 	defer func() { e.endSpan(span, st, st.Trace.Resources.Outcome) }()
@@ -206,7 +206,7 @@ func (e *Engine) ApplyResources(ctx context.Context, st *State) {
 	e.observe(phase.Resources, st.Trace.Resources.Outcome, start)
 }
 
-// Report runs the post phase: the third activity. It always runs.
+// Report runs the post phase. It always runs.
 func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
 	ctx, span := e.phaseSpan(ctx, phase.Post, st)
 	start := time.Now()
@@ -214,16 +214,16 @@ func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
 	tracing.Fail(span, err)
 	e.endSpan(span, st, st.Trace.Post.Outcome)
 	e.observe(phase.Post, st.Trace.Post.Outcome, start)
-	outcome := "success"
+	outcome := metrics.RunSuccess
 	switch {
 	case err != nil || st.Meta.ExecutionStatus == phase.ExecutionFailed:
-		outcome = "failed"
+		outcome = metrics.RunFailed
 	case st.Meta.ResourcesSkipped:
-		outcome = "skipped"
+		outcome = metrics.RunSkipped
 	}
 	e.opts.Metrics.Run(e.name, outcome)
 	ev := e.logFor(st).Info()
-	if outcome == "failed" {
+	if outcome == metrics.RunFailed {
 		ev = e.logFor(st).Warn()
 		if st.Meta.ExecutionError != nil {
 			ev = ev.Str("phase", string(st.Meta.ExecutionError.Phase)).Str("step", st.Meta.ExecutionError.Step).Str("error", st.Meta.ExecutionError.Message)
@@ -232,7 +232,7 @@ func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
 			ev = ev.AnErr("post_error", err)
 		}
 	}
-	ev.Str("outcome", outcome).Str("skip_reason", st.Meta.SkipReason).Msg("adapter run finished")
+	ev.Str("outcome", string(outcome)).Str("skip_reason", st.Meta.SkipReason).Msg("adapter run finished")
 	return res, err
 }
 

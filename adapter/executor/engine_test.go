@@ -4,7 +4,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,22 +18,6 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
 	"github.com/hyperfleet/hyperfleet/phase"
 )
-
-func TestStateJSONRoundTripKeepsIntegers(t *testing.T) {
-	st := NewState(map[string]any{"id": "x", "generation": int64(5)})
-	st.Vars["gen"] = int64(7)
-	st.Vars["ratio"] = 1.5
-	st.Resources["r"] = map[string]any{"metadata": map[string]any{"generation": int64(2)}}
-	raw, _ := json.Marshal(st)
-	var back State
-	if err := json.Unmarshal(raw, &back); err != nil {
-		t.Fatal(err)
-	}
-	if back.Vars["gen"] != int64(7) || back.Vars["ratio"] != 1.5 || back.Event["generation"] != int64(5) ||
-		back.Resources["r"].(map[string]any)["metadata"].(map[string]any)["generation"] != int64(2) {
-		t.Errorf("round trip: %#v %#v", back.Vars, back.Event)
-	}
-}
 
 func TestCheckOperators(t *testing.T) {
 	tests := []struct {

@@ -1,10 +1,8 @@
 package executor
 
 import (
-	"encoding/json"
 	"time"
 
-	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/phase"
 )
 
@@ -101,38 +99,6 @@ func NewState(event map[string]any) *State {
 		Meta:      Meta{ExecutionStatus: phase.ExecutionSucceeded},
 		Resources: map[string]any{},
 	}
-}
-
-// UnmarshalJSON keeps integers as int64 through a JSON round trip (a
-// Temporal payload), so observed_generation stays an integer.
-func (s *State) UnmarshalJSON(data []byte) error {
-	type plain State
-	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	p.Event, _ = jsonvalue.NormalizeInPlace(reNumber(p.Event)).(map[string]any)
-	p.Vars, _ = jsonvalue.NormalizeInPlace(reNumber(p.Vars)).(map[string]any)
-	p.Resources, _ = jsonvalue.NormalizeInPlace(reNumber(p.Resources)).(map[string]any)
-	p.Ref = refOf(p.Event)
-	*s = State(p)
-	return nil
-}
-
-// reNumber re-decodes a tree with json.Number so integers survive.
-func reNumber(v map[string]any) any {
-	if v == nil {
-		return map[string]any{}
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	out, err := jsonvalue.Decode(raw)
-	if err != nil {
-		return v
-	}
-	return out
 }
 
 // adapterView is adapter.* as CEL and templates see it.

@@ -72,11 +72,22 @@ func (m *Metrics) Watched(adapter string, unwatched func() string) {
 }
 
 // Run counts a finished run.
-func (m *Metrics) Run(adapter, outcome string) {
+func (m *Metrics) Run(adapter string, outcome RunOutcome) {
 	if m != nil {
-		m.runs.WithLabelValues(adapter, outcome).Inc()
+		m.runs.WithLabelValues(adapter, string(outcome)).Inc()
 	}
 }
+
+// RunOutcome is how an adapter run ended, the outcome label of
+// hyperfleet_adapter_runs_total.
+type RunOutcome string
+
+// Run outcomes.
+const (
+	RunSuccess RunOutcome = "success"
+	RunFailed  RunOutcome = "failed"
+	RunSkipped RunOutcome = "skipped"
+)
 
 // Phase records a phase's duration.
 func (m *Metrics) Phase(adapter, phase, outcome string, d time.Duration) {

@@ -428,11 +428,6 @@ type Summary struct {
 	Reported         bool                  `json:"reported,omitempty"`
 }
 
-// Proceed reports whether later phases have anything to do.
-func (s Summary) Proceed() bool {
-	return !s.Gone && !s.ResourcesSkipped && s.ExecutionStatus != phase.ExecutionFailed
-}
-
 // ResourceState is the API's view of a resource after a round.
 type ResourceState struct {
 	Gone       bool   `json:"gone"`
