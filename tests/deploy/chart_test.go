@@ -52,12 +52,25 @@ func helm(t *testing.T) string {
 // message.
 func render(t *testing.T, values, namespace string) (string, error) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
-		t.Fatal(err)
+	// The tests render with Temporal connected without authentication
+	// (insecure, asked for by name) unless their values say otherwise;
+	// TestChartRefusesUnauthenticatedTemporal checks the refusal.
+	return renderFiles(t, namespace, "temporal: {insecure: true}\n", values)
+}
+
+// renderFiles runs helm template with values files, later ones winning.
+func renderFiles(t *testing.T, namespace string, values ...string) (string, error) {
+	t.Helper()
+	args := []string{"template", "hf", chart, "--namespace", namespace}
+	for i, v := range values {
+		file := filepath.Join(t.TempDir(), fmt.Sprintf("values-%d.yaml", i))
+		if err := os.WriteFile(file, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-f", file)
 	}
 	var out, stderr bytes.Buffer
-	cmd := exec.Command(helm(t), "template", "hf", chart, "--namespace", namespace, "-f", file)
+	cmd := exec.Command(helm(t), args...)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("%v: %s", err, stderr.String())
@@ -251,6 +264,24 @@ func TestChartRefusesIncompleteValues(t *testing.T) {
 		_, err := render(t, c.values, "default")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: helm template error = %v, want it to say %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Issue 43: the chart rendered workers that connect to Temporal without
+// any authentication, where anyone who reaches Temporal can start or
+// signal their workflows. It refuses to, unless asked for by name.
+func TestChartRefusesUnauthenticatedTemporal(t *testing.T) {
+	if _, err := renderFiles(t, "default", "{}\n"); err == nil || !strings.Contains(err.Error(), "temporal.insecure: true") {
+		t.Errorf("no TLS, no API key: helm template error = %v, want a refusal naming temporal.insecure", err)
+	}
+	for _, values := range []string{
+		"temporal: {insecure: true}\n",
+		"temporal: {tls: {enabled: true, secretName: temporal-client}}\n",
+		"temporal: {apiKeySecret: {name: temporal-cloud}}\n",
+	} {
+		if _, err := renderFiles(t, "default", values); err != nil {
+			t.Errorf("%s: %v", strings.TrimSpace(values), err)
 		}
 	}
 }

@@ -22,8 +22,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 http://{{ include "hyperfleet.fullname" . }}-api:{{ .Values.api.service.port }}
 {{- end -}}
 
-{{/* Temporal connection settings shared by the API and every worker. */}}
+{{/* Temporal connection settings shared by the API and every worker.
+Anyone who can start or signal a workflow on Temporal can make the workers
+act, so an unauthenticated connection must be asked for by name. */}}
 {{- define "hyperfleet.temporalEnv" -}}
+{{- if not (or .Values.temporal.tls.enabled .Values.temporal.apiKeySecret.name .Values.temporal.insecure) }}
+{{- fail "temporal: neither tls.enabled (mutual TLS with tls.secretName) nor apiKeySecret.name is set, so anyone who reaches Temporal could start or signal HyperFleet's workflows; set one, or temporal.insecure: true to connect without authentication (docs/operator-guide.md, \"Temporal\")" }}
+{{- end }}
 - name: HYPERFLEET_TEMPORAL_ADDRESS
   value: {{ required "temporal.address is required: the Temporal frontend host:port" .Values.temporal.address | quote }}
 - name: HYPERFLEET_TEMPORAL_NAMESPACE
