@@ -138,7 +138,7 @@ func TestJWTKeyRotationWithoutRestart(t *testing.T) {
 	defer srv.Close()
 	e := newEnv(t, "sqlite", func(o *apiserver.Options) {
 		o.Auth = auth.Config{Enabled: true, JWKSURL: srv.URL, Issuer: "https://sso.example.com", Audience: "hyperfleet"}
-	}, withTenancy(t, jwtTenancy, true))
+	}, withTenancy(t, "system_identities: [svc-adapter]\ndimensions:\n  - {claim: org_id, key: org, required: true}\n", true))
 	oldToken := caller{name: "old key", token: old.token(t, userClaims("alice@example.com", "acme"))}
 	e.as(oldToken, "GET", base+"/clusters", nil).expect(200)
 	keys.set(old, next)
