@@ -165,6 +165,7 @@ fuzz: ## run each fuzz target for FUZZTIME (new findings land in testdata/fuzz)
 	$(GO) test -run '^$$' -fuzz FuzzAppendJSON -fuzztime $(FUZZTIME) ./resource/
 	$(GO) test -run '^$$' -fuzz FuzzEqual -fuzztime $(FUZZTIME) ./internal/jsonnum/
 	$(GO) test -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME) ./apiserver/tenancy/
+	$(GO) test -run '^$$' -fuzz FuzzProject -fuzztime $(FUZZTIME) ./apiserver/projection/
 
 clean: ## remove built binaries and local state
 	rm -rf $(BIN) .hyperfleet .hyperfleet-ha out

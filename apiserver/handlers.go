@@ -134,12 +134,19 @@ func writeList[T any](c *gin.Context, l resource.List[T]) {
 	head, _ := json.Marshal(resource.List[T]{Kind: l.Kind, Page: l.Page, Size: l.Size, Total: l.Total, NextPageToken: l.NextPageToken})
 	// head ends with "items":null}; the items replace the null.
 	buf := append(bytes.TrimSuffix(head, []byte("null}")), '[')
+	fields := projectionOf(c)
+	var item []byte
 	for i := range l.Items {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		var err error
-		if buf, err = appendItem(buf, &l.Items[i]); err != nil {
+		if fields == nil {
+			buf, err = appendItem(buf, &l.Items[i])
+		} else if item, err = appendItem(item[:0], &l.Items[i]); err == nil {
+			buf, err = fields.Append(buf, item)
+		}
+		if err != nil {
 			// The status is sent: cut the document short so the client
 			// sees invalid JSON rather than a list that looks complete.
 			_, _ = w.Write(buf)
@@ -168,11 +175,17 @@ func appendItem(b []byte, item any) ([]byte, error) {
 	return append(b, out...), err
 }
 
-// writeResource answers with one resource, encoded without reflection.
+// writeResource answers with one resource, encoded without reflection,
+// cut down to the request's fields= when it has one.
 func writeResource(c *gin.Context, code int, r *resource.Resource) error {
 	b, err := r.AppendJSON(make([]byte, 0, 2048))
 	if err != nil {
 		return problem.Internal(err)
+	}
+	if fields := projectionOf(c); fields != nil {
+		if b, err = fields.Append(make([]byte, 0, len(b)), b); err != nil {
+			return problem.Internal(err)
+		}
 	}
 	c.Data(code, "application/json; charset=utf-8", b)
 	return nil

@@ -28,6 +28,7 @@ func (s *Server) routes() *gin.Engine {
 	if s.metrics != nil {
 		r.Use(s.metrics.Middleware())
 	}
+	r.Use(s.compressResponses)
 	r.NoRoute(func(c *gin.Context) {
 		s.fail(c, problem.Newf(http.StatusNotFound, problem.CodeRouteNotFound, "no route for %s %s",
 			problem.Truncate(c.Request.Method, 32), problem.Truncate(c.Request.URL.Path, maxEchoedPath)))
@@ -56,13 +57,14 @@ func (s *Server) routes() *gin.Engine {
 	if s.cfg.Tenancy != nil {
 		api.Use(s.resolveTenancy)
 	}
+	api.Use(s.checkFields)
 	for _, k := range s.svc.Kinds().All() {
 		s.kindRoutes(api, k)
 	}
 	// Every kind at once: a list searchable by kind, and a get by id for a
 	// caller that holds an id but not its kind or parent.
-	api.GET("/resources", s.handle(func(c *gin.Context) error { return s.list(c, "", "ResourceList", "") }))
-	api.GET("/resources/:"+resourceIDParam, s.handle(func(c *gin.Context) error {
+	s.getProjectable(api, "/resources", s.handle(func(c *gin.Context) error { return s.list(c, "", "ResourceList", "") }))
+	s.getProjectable(api, "/resources/:"+resourceIDParam, s.handle(func(c *gin.Context) error {
 		r, err := s.svc.GetAny(c.Request.Context(), c.Param(resourceIDParam))
 		if err != nil {
 			return err
@@ -80,14 +82,14 @@ func (s *Server) routes() *gin.Engine {
 func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
 	kinds := s.svc.Kinds()
 	param := idParam(k.Kind)
-	api.GET("/"+k.Plural, s.handle(s.listKind(k, "")))
+	s.getProjectable(api, "/"+k.Plural, s.handle(s.listKind(k, "")))
 	collection := "/" + k.Plural
 	parentParam := ""
 	if k.ParentKind != "" {
 		parent, _ := kinds.Get(k.ParentKind)
 		parentParam = idParam(parent.Kind)
 		collection = "/" + parent.Plural + "/:" + parentParam + "/" + k.Plural
-		api.GET(collection, s.handle(s.listKind(k, parentParam)))
+		s.getProjectable(api, collection, s.handle(s.listKind(k, parentParam)))
 	}
 	ref := func(c *gin.Context) lifecycle.Ref {
 		r := lifecycle.Ref{Kind: k.Kind, ID: c.Param(param)}
@@ -109,7 +111,7 @@ func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
 		return append(append([]gin.HandlerFunc{}, roles...), h)
 	}
 	api.POST(collection, with(tenants, s.handle(s.createKind(k, parentParam)))...)
-	api.GET(item, s.handle(s.getResource(ref)))
+	s.getProjectable(api, item, s.handle(s.getResource(ref)))
 	api.PATCH(item, with(tenants, s.handle(s.patchResource(ref)))...)
 	api.DELETE(item, with(tenants, s.handle(s.deleteResource(ref)))...)
 	api.POST(item+"/force-delete", with(tenants, s.handle(s.forceDelete(ref)))...)

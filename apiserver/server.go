@@ -89,8 +89,10 @@ type Server struct {
 	engine  *gin.Engine
 	openapi []byte
 	// idKinds maps a path parameter (cluster_id) to its kind.
-	idKinds  map[string]string
-	shutting atomic.Bool
+	idKinds map[string]string
+	// fieldRoutes are the routes that take fields= (fields.go).
+	fieldRoutes map[string]bool
+	shutting    atomic.Bool
 
 	mu     sync.Mutex
 	checks []Check
