@@ -179,6 +179,15 @@ func (s *Server) resolveTenancy(c *gin.Context) {
 	caller, refusal := s.cfg.Tenancy.Resolve(tenancy.Request{
 		Header: c.Request.Header.Values, Identity: c.GetString(identityKey), Issuer: c.GetString(issuerKey), Claims: m,
 	})
+	if refusal != nil && refusal.Credential {
+		// A wrong system secret is a failed authentication: logged as
+		// one (a probe shows as repeated lines), never with the value.
+		s.requestLog(c).Info().Int("status", http.StatusUnauthorized).Str("reason", refusal.Message).Str("source", refusal.Source).
+			Str("remote", c.Request.RemoteAddr).Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("system credential refused")
+		s.fail(c, problem.New(http.StatusUnauthorized, problem.CodeSystemCredential, refusal.Message).
+			WithErrors(problem.FieldError{Field: refusal.Source, Constraint: "system_secret", Message: refusal.Message}))
+		return
+	}
 	if refusal != nil {
 		s.requestLog(c).Info().Str("reason", refusal.Message).Str("source", refusal.Source).Str("remote", c.Request.RemoteAddr).
 			Str("path", problem.Truncate(c.Request.URL.Path, maxLoggedPath)).Msg("tenancy refused")

@@ -263,18 +263,29 @@ func (s *System) goRun(fn func() error) {
 }
 
 // systemHeaders are what the in-process reconciler and adapters send to
-// be system callers of an API with tenancy: its system header. An API
-// whose tenancy knows system callers only by their tokens cannot be
-// called by in-process workers, which hold none.
+// be system callers of an API with tenancy: its system header with the
+// system secret. An API whose tenancy knows system callers only by their
+// tokens cannot be called by in-process workers, which hold none.
 func systemHeaders(cfg Config) ([][2]string, error) {
 	t := cfg.API.Server.Tenancy
 	switch {
 	case t == nil || cfg.NoWorkers:
 		return nil, nil
 	case t.SystemHeader == "":
-		return nil, errors.New("assembly: the tenancy file names system callers by token only (system_identities), which in-process workers cannot present; set system_header, or run the workers as separate processes with --api-token-file")
+		return nil, errors.New("assembly: the tenancy file names system callers by token only (system_identities), which in-process workers cannot present; set system_header and system_secret_file, or run the workers as separate processes with --api-token-file")
 	}
-	return [][2]string{{t.SystemHeader, "true"}}, nil
+	header, secret, ok := t.SystemCredential()
+	if !ok {
+		// A Config built in code: the secret is read as it is validated,
+		// which the API does too, later; its errors name the fix.
+		if err := t.Validate(cfg.API.Auth.Enabled, cfg.API.Auth.IssuerNames()...); err != nil {
+			return nil, fmt.Errorf("tenancy: %w", err)
+		}
+		if header, secret, ok = t.SystemCredential(); !ok {
+			return nil, errors.New("assembly: the tenancy file's system secret was not read")
+		}
+	}
+	return [][2]string{{header, secret}}, nil
 }
 
 // loopback names a listener's address the way a local client reaches it.

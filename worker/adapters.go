@@ -34,8 +34,9 @@ type AdapterDeps struct {
 	// token file: the bearer token every adapter calls the API with (a
 	// system identity's, when the API runs with tenancy).
 	APITokenFile string
-	// APIHeaders are sent with every call an adapter makes to the API
-	// (the system header of a tenancy gateway).
+	// APIHeaders are sent with every call an adapter makes to the API,
+	// and to no other origin (the system header of gateway-style
+	// tenancy, carrying the system secret).
 	APIHeaders [][2]string
 	// Kube returns the cluster Kubernetes resources are applied to; it is
 	// called only for adapters that need one. Nil means none is configured

@@ -39,9 +39,10 @@ type Config struct {
 	// at most every TokenCacheTTL (0 reads it on every call).
 	TokenPath     string
 	TokenCacheTTL time.Duration
-	// Headers are sent with every call, before a call's own: the header
-	// that marks a system caller behind a tenancy gateway
-	// (X-HyperFleet-System: true).
+	// Headers are sent with every call to the API's origin (never
+	// elsewhere), before a call's own: the header that marks a system
+	// caller in gateway-style tenancy, carrying the system secret
+	// (X-HyperFleet-System: <secret>).
 	Headers [][2]string
 	// HTTP is the client to use (dry-run swaps its transport for mocks).
 	HTTP    *http.Client

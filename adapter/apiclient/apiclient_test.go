@@ -120,51 +120,63 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-// Contract: HyperFleet credentials (the bearer token, the system header)
-// go to the configured API origin only, also when a redirect points
-// elsewhere.
+// Contract: HyperFleet credentials (the bearer token, the system header
+// and its secret) go to the configured API origin only, also when a
+// redirect points elsewhere or a URL dresses another host up as the API.
 func TestCredentialsGoOnlyToTheAPI(t *testing.T) {
+	const secret = "system-secret-0123456789abcdef-0123456789"
 	type seen struct{ auth, system string }
-	record := func(into *[]seen) http.HandlerFunc {
+	var leaked atomic.Int32
+	record := func(into *[]seen, other bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			*into = append(*into, seen{r.Header.Get("Authorization"), r.Header.Get("X-HyperFleet-System")})
+			for _, vs := range r.Header {
+				for _, v := range vs {
+					if other && (strings.Contains(v, secret) || strings.Contains(v, "secret-token")) {
+						leaked.Add(1)
+					}
+				}
+			}
 			w.WriteHeader(http.StatusOK)
 		}
 	}
 	var atOther, atAPI []seen
-	other := httptest.NewServer(record(&atOther))
+	other := httptest.NewServer(record(&atOther, true))
 	defer other.Close()
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/hyperfleet/v1/redirect" {
 			http.Redirect(w, r, other.URL+"/stolen", http.StatusFound)
 			return
 		}
-		record(&atAPI)(w, r)
+		record(&atAPI, false)(w, r)
 	}))
 	defer api.Close()
 	token := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(token, []byte("secret-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Config{BaseURL: api.URL, TokenPath: token, Headers: [][2]string{{"X-HyperFleet-System", "true"}}})
+	c, err := New(Config{BaseURL: api.URL, TokenPath: token, Headers: [][2]string{{"X-HyperFleet-System", secret}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, u := range []string{"/clusters", api.URL + "/api/hyperfleet/v1/clusters", other.URL + "/steal", "/redirect"} {
+	apiHost := strings.TrimPrefix(api.URL, "http://")
+	for _, u := range []string{
+		"/clusters", api.URL + "/api/hyperfleet/v1/clusters", // the API
+		other.URL + "/steal", "/redirect", // elsewhere, directly and by a redirect
+		"http://" + apiHost + "@" + strings.TrimPrefix(other.URL, "http://") + "/userinfo", // the API's address as userinfo
+	} {
 		if _, err := c.Do(ctx, Request{URL: u}); err != nil {
 			t.Fatalf("GET %s: %v", u, err)
 		}
 	}
-	if len(atAPI) != 2 || atAPI[0] != (seen{"Bearer secret-token", "true"}) || atAPI[1] != atAPI[0] {
-		t.Errorf("the API saw %+v, want the token and the system header on both calls", atAPI)
+	if len(atAPI) != 2 || atAPI[0] != (seen{"Bearer secret-token", secret}) || atAPI[1] != atAPI[0] {
+		t.Errorf("the API saw %+v, want the token and the system secret on both calls", atAPI)
 	}
-	for _, s := range atOther {
-		if s.auth != "" || s.system != "" {
-			t.Errorf("another origin received HyperFleet credentials: %+v", s)
-		}
+	if n := leaked.Load(); n != 0 {
+		t.Errorf("another origin received HyperFleet credentials in %d headers: %+v", n, atOther)
 	}
-	if len(atOther) != 1 {
-		t.Errorf("the other origin saw %d calls, want the direct one only (the redirect is not followed)", len(atOther))
+	if len(atOther) != 2 {
+		t.Errorf("the other origin saw %d calls, want the direct and the userinfo one (the redirect is not followed)", len(atOther))
 	}
 }

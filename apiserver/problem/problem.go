@@ -37,6 +37,7 @@ const (
 	CodeReadTimeout      Code = "HYPERFLEET-VAL-009" // the request body did not arrive within the read timeout
 	CodeSpecSchema       Code = "HYPERFLEET-VAL-007" // spec does not match the configured OpenAPI schema
 	CodeUnauthenticated  Code = "HYPERFLEET-AUT-001" // missing, malformed or invalid bearer token
+	CodeSystemCredential Code = "HYPERFLEET-AUT-002" // the tenancy's system header carries neither the system secret nor false
 	CodeForbidden        Code = "HYPERFLEET-AUZ-001" // authenticated, but not allowed (no identity claim, or the caller's role)
 	CodeTenancy          Code = "HYPERFLEET-AUZ-002" // no valid tenancy: a required dimension missing, or a value invalid
 	CodeNotFound         Code = "HYPERFLEET-NTF-001" // the resource does not exist

@@ -2,7 +2,7 @@
 // dimensions of a tenancy (an organisation, a project...), where each is
 // read from (a header a trusted gateway sets, or a claim of the caller's
 // JWT) and who the system callers are (the reconciler and the adapters:
-// a header the gateway sets, or identities the JWTs name). Every request
+// a header carrying a shared secret, or identities the JWTs name). Every request
 // resolves to a Caller: a system caller sees every tenant, any other sees
 // only the resources created under its own tenancy.
 package tenancy
@@ -23,18 +23,38 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/auth"
+	"github.com/hyperfleet/hyperfleet/internal/systemsecret"
 )
 
 // Config is a tenancy file, in upstream HyperFleet's field names.
 type Config struct {
-	// SystemHeader names a header a trusted gateway sets on every request:
-	// "true" marks a system caller. Empty: no header makes one.
+	// SystemHeader names a header that marks a system caller when it
+	// carries the system secret (SystemSecretFile's); "false" or absent:
+	// not a system caller. Empty: no header makes one.
 	SystemHeader string `yaml:"system_header"`
+	// SystemSecretFile holds the shared secret the system header must
+	// carry, read as the file is validated: a bare header would make
+	// anyone who reaches the API directly, past the gateway, a system
+	// caller. Required with SystemHeader.
+	SystemSecretFile string `yaml:"system_secret_file"`
 	// SystemIdentities are the tokens of system callers: their identity
 	// claim and, with several trusted issuers, the issuer that signs them.
 	SystemIdentities []SystemIdentity `yaml:"system_identities"`
 	// Dimensions make up a tenancy; at least one is required.
 	Dimensions []Dimension `yaml:"dimensions"`
+
+	// systemSecret is SystemSecretFile's content, read by Validate.
+	systemSecret systemsecret.Secret
+}
+
+// SystemCredential is what a system caller sends in gateway style: the
+// system header and the secret; ok is false without a system header or
+// before Validate read the secret. The in-process workers send it.
+func (c *Config) SystemCredential() (header, secret string, ok bool) {
+	if c.SystemHeader == "" || !c.systemSecret.Set() {
+		return "", "", false
+	}
+	return c.SystemHeader, c.systemSecret.Value(), true
 }
 
 // SystemIdentity names a system caller's token: the value of its identity
@@ -135,7 +155,7 @@ func Parse(name string, raw []byte, jwtEnabled bool, issuers ...string) (*Config
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("tenancy file %s is empty: list the tenancy's dimensions under dimensions: (docs/operator-guide.md, \"Tenants and roles\")", name)
 		}
-		return nil, fmt.Errorf("tenancy file %s: %w (the fields are system_header, system_identities and dimensions, each dimension with key, header or claim, and required)", name, err)
+		return nil, fmt.Errorf("tenancy file %s: %w (the fields are system_header, system_secret_file, system_identities and dimensions, each dimension with key, header or claim, and required)", name, err)
 	}
 	if err := c.Validate(jwtEnabled, issuers...); err != nil {
 		return nil, fmt.Errorf("tenancy file %s: %w", name, err)
@@ -183,8 +203,10 @@ var reservedHeaders = []string{
 // required dimension; keys, header and claim names well formed and
 // unique; no header that carries identity; claims and system identities
 // only with tokens; some way to be a system caller, and with tokens only
-// by a token (no header), bound to its issuer when several are trusted.
-// issuers are the iss values of the trusted issuers.
+// by a token (no header), bound to its issuer when several are trusted;
+// without tokens, a system header only with a secret, which it reads
+// from system_secret_file. issuers are the iss values of the trusted
+// issuers.
 func (c *Config) Validate(jwtEnabled bool, issuers ...string) error {
 	var ps []Problem
 	add := func(field, msg, fix string) { ps = append(ps, Problem{field, msg, fix}) }
@@ -207,7 +229,12 @@ func (c *Config) Validate(jwtEnabled bool, issuers ...string) error {
 		if jwtEnabled {
 			add("system_header", fmt.Sprintf("with JWT authentication on, any holder of a token (a tenant's included) could send %s: true and be a system caller", c.SystemHeader),
 				"remove system_header and list the reconciler's and the adapters' token identities under system_identities")
+		} else {
+			c.readSystemSecret(add)
 		}
+	} else if c.SystemSecretFile != "" {
+		add("system_secret_file", "is set, but system_header is not, so no header carries the secret",
+			"set system_header (e.g. X-HyperFleet-System), or remove system_secret_file")
 	}
 	if len(c.Dimensions) == 0 {
 		add("dimensions", "no dimension is listed", "list at least one, e.g. {key: org, header: X-Tenant-Org, required: true}")
@@ -263,16 +290,34 @@ func (c *Config) Validate(jwtEnabled bool, issuers ...string) error {
 		}
 	}
 	if len(c.SystemIdentities) > 0 && !jwtEnabled {
-		add("system_identities", "system identities come from tokens, and --jwt-enabled (HYPERFLEET_JWT_ENABLED) is off", "turn JWT authentication on, or mark system callers with system_header set by the gateway")
+		add("system_identities", "system identities come from tokens, and --jwt-enabled (HYPERFLEET_JWT_ENABLED) is off", "turn JWT authentication on, or mark system callers with system_header and system_secret_file")
 	}
 	if c.SystemHeader == "" && len(c.SystemIdentities) == 0 {
 		add("system_header", "no caller can be a system caller, so the reconciler and the adapters could not report status",
-			"set system_header (a header the gateway sets to true) or system_identities (the identities of their tokens)")
+			"set system_header and system_secret_file (a header the workers send with the secret) or system_identities (the identities of their tokens)")
 	}
 	if len(ps) > 0 {
 		return &ConfigError{Problems: ps}
 	}
 	return nil
+}
+
+// readSystemSecret reads system_secret_file, which a system header
+// needs: without a secret, anyone who reaches the API past the gateway
+// could send the header and be a system caller.
+func (c *Config) readSystemSecret(add func(field, msg, fix string)) {
+	c.systemSecret = systemsecret.Secret{}
+	fix := systemsecret.Fix + "; name the file in system_secret_file and give the same file to the workers' --api-system-secret-file (docs/operator-guide.md, \"Tenants and roles\")"
+	if c.SystemSecretFile == "" {
+		add("system_secret_file", fmt.Sprintf("is not set, so anyone who reaches the API directly could send %s and be a system caller", c.SystemHeader), fix)
+		return
+	}
+	s, err := systemsecret.Read(c.SystemSecretFile)
+	if err != nil {
+		add("system_secret_file", err.Error(), fix)
+		return
+	}
+	c.systemSecret = s
 }
 
 // issuerList names the trusted issuers for a message.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -14,7 +15,8 @@ import (
 // (decoded as the JWT library decodes them, and with json.Number) to both
 // of the issue's tenancy files. Resolve must never panic; a caller it
 // accepts has only valid values whose canonical form parses back to the
-// same tenancy, and a refusal names its source.
+// same tenancy, and a refusal names its source. In gateway style only
+// the system secret makes a system caller (issue 43).
 func FuzzResolve(f *testing.F) {
 	f.Add("acme", "web", "", "alice", []byte(`{"org_id":"acme"}`))
 	f.Add("", "", "true", "svc-adapter", []byte(`{}`))
@@ -23,7 +25,9 @@ func FuzzResolve(f *testing.F) {
 	f.Add("é", "web", "false", "x", []byte(`{"org_id":1e300}`))
 	f.Add("a.b_c-9", "", "", "", []byte(`{"org_id":null,"sub":"x"}`))
 	f.Add("acme", "web", "", "alice", []byte(`{"org_id":-9007199254740993}`))
-	gw, err := Parse("gateway.yaml", []byte(gateway), false)
+	f.Add("acme", "", testSecret, "", []byte(`{}`))
+	f.Add("", "", "\t"+testSecret[:len(testSecret)-1]+"\t", "", []byte(`{}`))
+	gw, err := Parse("gateway.yaml", []byte(withSecrets(gateway)), false)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -52,6 +56,9 @@ func FuzzResolve(f *testing.F) {
 						t.Fatalf("a refusal without message or source: %+v", refusal)
 					}
 					continue
+				}
+				if cfg == gw && c.System != (strings.TrimSpace(system) == testSecret) {
+					t.Fatalf("system header %q made system caller %t", system, c.System)
 				}
 				if c.System {
 					if c.Key != "" || c.Tenancy != nil {

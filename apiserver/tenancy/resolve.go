@@ -42,11 +42,15 @@ type Request struct {
 }
 
 // Refusal is a caller the tenancy refuses: a dimension missing or
-// invalid, or a system header that says neither true nor false. Source
-// names where the bad value came from (header X-Tenant-Org).
+// invalid, or a system header that is neither the secret nor false.
+// Source names where the bad value came from (header X-Tenant-Org).
 type Refusal struct {
 	Source  string
 	Message string
+	// Credential: the system header carries something other than the
+	// secret, a failed authentication (401) rather than a missing
+	// tenancy. Message never holds what was sent.
+	Credential bool
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -94,7 +98,9 @@ func missing(d Dimension) string {
 	return fmt.Sprintf("the tenancy dimension %s is required: the token has no %s claim", d.Key, d.Claim)
 }
 
-// isSystem reads the system header and the identity.
+// isSystem reads the system header and the identity. The header makes a
+// system caller only with the secret, compared in constant time; false
+// or absent is a tenant; anything else is refused without being echoed.
 func (c *Config) isSystem(req Request) (bool, *Refusal) {
 	for _, id := range c.SystemIdentities {
 		if req.Identity != "" && req.Identity == id.Identity && (id.Issuer == "" || id.Issuer == req.Issuer) {
@@ -105,19 +111,26 @@ func (c *Config) isSystem(req Request) (bool, *Refusal) {
 		return false, nil
 	}
 	values := req.Header(c.SystemHeader)
+	source := "header " + c.SystemHeader
 	switch {
 	case len(values) == 0:
 		return false, nil
 	case len(values) > 1:
-		return false, &Refusal{Source: "header " + c.SystemHeader, Message: fmt.Sprintf("header %s is sent %d times; send it once, true or false", c.SystemHeader, len(values))}
+		return false, &Refusal{Source: source, Credential: true,
+			Message: fmt.Sprintf("header %s is sent %d times; send it once: the system secret, or false", c.SystemHeader, len(values))}
 	}
-	switch v := strings.TrimSpace(values[0]); {
-	case strings.EqualFold(v, "true"):
-		return true, nil
-	case strings.EqualFold(v, "false"), v == "":
+	v := strings.TrimSpace(values[0])
+	switch {
+	case v == "", strings.EqualFold(v, "false"):
 		return false, nil
+	case c.systemSecret.Matches(v):
+		return true, nil
+	case strings.EqualFold(v, "true"):
+		return false, &Refusal{Source: source, Credential: true, Message: fmt.Sprintf(
+			"header %s is true, which makes no system caller: a system caller sends the shared secret of the tenancy file's system_secret_file (the workers' --api-system-secret-file)", c.SystemHeader)}
 	default:
-		return false, &Refusal{Source: "header " + c.SystemHeader, Message: fmt.Sprintf("header %s is %q; it must be true or false", c.SystemHeader, clip(v))}
+		return false, &Refusal{Source: source, Credential: true, Message: fmt.Sprintf(
+			"header %s is not the system secret: a system caller sends the secret of the tenancy file's system_secret_file, any other caller false or nothing", c.SystemHeader)}
 	}
 }
 

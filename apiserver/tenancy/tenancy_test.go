@@ -14,9 +14,11 @@ import (
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
-// gateway is the issue's gateway example; jwtOnly its JWT-only one.
+// gateway is the issue's gateway example, with the system secret of
+// issue 43; jwtOnly its JWT-only one.
 const (
 	gateway = `system_header: X-HyperFleet-System
+system_secret_file: $SECRET
 dimensions:
   - {header: X-Tenant-Org, key: org, required: true}
   - {header: X-Tenant-Project, key: project, required: false}
@@ -27,9 +29,49 @@ dimensions:
 `
 )
 
+// testSecret is the system secret of the examples; TestMain writes it to
+// secretFile, and files a secret may not be in next to it.
+const testSecret = "gateway-secret-0123456789abcdef-0123456789"
+
+var secretFiles = map[string]string{}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tenancy-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for name, content := range map[string]string{
+		"$SECRET":    testSecret + "\n",
+		"$SHORT":     "0123456789abcdef0123456789abcde\n", // 31 characters
+		"$INVISIBLE": "0123456789abcdef 0123456789abcdef\n",
+		"$EMPTY":     "",
+	} {
+		file := filepath.Join(dir, strings.ToLower(name[1:]))
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		secretFiles[name] = file
+	}
+	secretFiles["$MISSING"] = filepath.Join(dir, "missing")
+	secretFiles["$DIR"] = dir // a directory: unreadable as a file
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// withSecrets points $SECRET, $SHORT... in a document at TestMain's files.
+func withSecrets(doc string) string {
+	for name, file := range secretFiles {
+		doc = strings.ReplaceAll(doc, name+"\n", file+"\n")
+	}
+	return doc
+}
+
 func mustParse(t *testing.T, doc string, jwt bool, issuers ...string) *Config {
 	t.Helper()
-	c, err := Parse("tenancy.yaml", []byte(doc), jwt, issuers...)
+	c, err := Parse("tenancy.yaml", []byte(withSecrets(doc)), jwt, issuers...)
 	if err != nil {
 		t.Fatalf("parse:\n%s\n%v", doc, err)
 	}
@@ -62,6 +104,8 @@ dimensions:
 		system bool
 		want   map[string]string // the tenancy; nil with system or a refusal
 		refuse string            // a substring of the refusal
+		// credential: the refusal is of the system header's value (401).
+		credential bool
 	}{
 		{name: "gateway tenant with both dimensions", cfg: gw,
 			req:  Request{Header: headers("X-Tenant-Org", "acme", "X-Tenant-Project", "web")},
@@ -78,16 +122,40 @@ dimensions:
 		{name: "63 characters", cfg: gw,
 			req:  Request{Header: headers("X-Tenant-Org", strings.Repeat("a", 63))},
 			want: map[string]string{"org": strings.Repeat("a", 63)}},
-		{name: "system header true", cfg: gw,
-			req: Request{Header: headers("X-HyperFleet-System", "true")}, system: true},
-		{name: "system header in another case, with a tenant's headers too", cfg: gw,
-			req: Request{Header: headers("X-HyperFleet-System", "TRUE", "X-Tenant-Org", "acme")}, system: true},
+		// Issue 43: in gateway style the system header carries the secret;
+		// a bare true made anyone who reached the API a system caller.
+		{name: "system header with the secret", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", testSecret)}, system: true},
+		{name: "the secret with a tenant's headers too", cfg: gw,
+			req: Request{Header: headers("x-hyperfleet-system", " "+testSecret+" ", "X-Tenant-Org", "acme")}, system: true},
+		{name: "system header true is refused", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", "true")}, refuse: "is true, which makes no system caller", credential: true},
+		{name: "system header TRUE is refused", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", "TRUE", "X-Tenant-Org", "acme")}, refuse: "makes no system caller", credential: true},
 		{name: "system header false is a tenant", cfg: gw,
 			req: Request{Header: headers("X-HyperFleet-System", "false", "X-Tenant-Org", "acme")}, want: map[string]string{"org": "acme"}},
-		{name: "system header neither true nor false", cfg: gw,
-			req: Request{Header: headers("X-HyperFleet-System", "yes")}, refuse: "must be true or false"},
-		{name: "system header twice", cfg: gw,
-			req: Request{Header: headers("X-HyperFleet-System", "true", "X-HyperFleet-System", "true")}, refuse: "sent 2 times"},
+		{name: "system header False is a tenant", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", "False", "X-Tenant-Org", "acme")}, want: map[string]string{"org": "acme"}},
+		{name: "system header false without a tenancy", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", "false")}, refuse: "org is required"},
+		{name: "an empty system header is a tenant", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", " ", "X-Tenant-Org", "acme")}, want: map[string]string{"org": "acme"}},
+		{name: "a wrong secret of the same length", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", strings.Repeat("x", len(testSecret)))}, refuse: "is not the system secret", credential: true},
+		{name: "the secret in another case", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", strings.ToUpper(testSecret))}, refuse: "is not the system secret", credential: true},
+		{name: "a prefix of the secret", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", testSecret[:len(testSecret)-1])}, refuse: "is not the system secret", credential: true},
+		{name: "the secret and more", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", testSecret+"0")}, refuse: "is not the system secret", credential: true},
+		{name: "system header neither secret nor false", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", "yes", "X-Tenant-Org", "acme")}, refuse: "is not the system secret", credential: true},
+		{name: "the secret twice", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", testSecret, "X-HyperFleet-System", testSecret)}, refuse: "sent 2 times", credential: true},
+		{name: "the secret and false", cfg: gw,
+			req: Request{Header: headers("X-HyperFleet-System", "false", "X-HyperFleet-System", testSecret)}, refuse: "sent 2 times", credential: true},
+		{name: "a config whose secret was never read matches nothing", cfg: &Config{SystemHeader: "X-HyperFleet-System", Dimensions: gw.Dimensions},
+			req: Request{Header: headers("X-HyperFleet-System", testSecret)}, refuse: "is not the system secret", credential: true},
 		{name: "missing required header", cfg: gw,
 			req: Request{Header: headers("X-Tenant-Project", "web")}, refuse: "dimension org is required: the gateway must send header X-Tenant-Org"},
 		{name: "no headers at all", cfg: gw, req: Request{}, refuse: "org is required"},
@@ -156,6 +224,21 @@ dimensions:
 				if refusal.Source == "" {
 					t.Errorf("refusal %q names no source", refusal.Message)
 				}
+				if refusal.Credential != tc.credential {
+					t.Errorf("refusal %q: credential %t, want %t", refusal.Message, refusal.Credential, tc.credential)
+				}
+				if tc.credential {
+					if refusal.Source != "header X-HyperFleet-System" {
+						t.Errorf("refusal names %q, want the system header", refusal.Source)
+					}
+					// Never the value: a wrong secret may be a near miss
+					// (true and false are the words of the hint).
+					for _, v := range tc.req.Header("X-HyperFleet-System") {
+						if v = strings.TrimSpace(v); len(v) > 5 && strings.Contains(refusal.Message, v) {
+							t.Errorf("refusal %q echoes the value sent", refusal.Message)
+						}
+					}
+				}
 				return
 			}
 			if refusal != nil {
@@ -188,28 +271,28 @@ func TestValidate(t *testing.T) {
 		{name: "JWT example", doc: jwtOnly, jwt: true},
 		{name: "JWT example with auth off", doc: jwtOnly, want: [][2]string{
 			{"dimensions[0].claim", "--jwt-enabled"}, {"system_identities", "--jwt-enabled"}}},
-		{name: "no dimensions", doc: "system_header: X-S\n", want: [][2]string{{"dimensions", "no dimension is listed"}}},
-		{name: "none required", doc: "system_header: X-S\ndimensions: [{key: org, header: X-Org}]\n",
+		{name: "no dimensions", doc: "system_header: X-S\nsystem_secret_file: $SECRET\n", want: [][2]string{{"dimensions", "no dimension is listed"}}},
+		{name: "none required", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{key: org, header: X-Org}]\n",
 			want: [][2]string{{"dimensions", "required: true"}}},
-		{name: "no source", doc: "system_header: X-S\ndimensions: [{key: org, required: true}]\n",
+		{name: "no source", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{key: org, required: true}]\n",
 			want: [][2]string{{"dimensions[0]", "neither header nor claim"}}},
 		{name: "two sources", doc: "system_identities: [svc]\ndimensions: [{key: org, header: X-Org, claim: org, required: true}]\n", jwt: true,
 			want: [][2]string{{"dimensions[0]", "both header and claim"}}},
-		{name: "missing key", doc: "system_header: X-S\ndimensions: [{header: X-Org, required: true}]\n",
+		{name: "missing key", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{header: X-Org, required: true}]\n",
 			want: [][2]string{{"dimensions[0].key", "key is missing"}}},
-		{name: "bad key", doc: "system_header: X-S\ndimensions: [{key: Org=1, header: X-Org, required: true}]\n",
+		{name: "bad key", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{key: Org=1, header: X-Org, required: true}]\n",
 			want: [][2]string{{"dimensions[0].key", "not a valid key"}}},
-		{name: "duplicate key", doc: "system_header: X-S\ndimensions: [{key: org, header: X-Org, required: true}, {key: org, header: X-Org2}]\n",
+		{name: "duplicate key", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{key: org, header: X-Org, required: true}, {key: org, header: X-Org2}]\n",
 			want: [][2]string{{"dimensions[1].key", "listed twice"}}},
-		{name: "bad header name", doc: "system_header: X-S\ndimensions: [{key: org, header: 'X Org', required: true}]\n",
+		{name: "bad header name", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{key: org, header: 'X Org', required: true}]\n",
 			want: [][2]string{{"dimensions[0].header", "not a valid header name"}}},
-		{name: "duplicate header in another case", doc: "system_header: X-S\ndimensions: [{key: org, header: X-Org, required: true}, {key: project, header: x-org}]\n",
+		{name: "duplicate header in another case", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{key: org, header: X-Org, required: true}, {key: project, header: x-org}]\n",
 			want: [][2]string{{"dimensions[1].header", "already used by dimensions[0].header"}}},
-		{name: "dimension header is the system header", doc: "system_header: X-Org\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+		{name: "dimension header is the system header", doc: "system_header: X-Org\nsystem_secret_file: $SECRET\ndimensions: [{key: org, header: X-Org, required: true}]\n",
 			want: [][2]string{{"dimensions[0].header", "already used by system_header"}}},
-		{name: "identity header as a dimension", doc: "system_header: X-S\ndimensions: [{key: org, header: authorization, required: true}]\n",
+		{name: "identity header as a dimension", doc: "system_header: X-S\nsystem_secret_file: $SECRET\ndimensions: [{key: org, header: authorization, required: true}]\n",
 			want: [][2]string{{"dimensions[0].header", "Authorization carries the caller's identity"}}},
-		{name: "identity header as the system header", doc: "system_header: X-Forwarded-User\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+		{name: "identity header as the system header", doc: "system_header: X-Forwarded-User\nsystem_secret_file: $SECRET\ndimensions: [{key: org, header: X-Org, required: true}]\n",
 			want: [][2]string{{"system_header", "carries the caller's identity"}}},
 		{name: "no system caller", doc: "dimensions: [{key: org, header: X-Org, required: true}]\n",
 			want: [][2]string{{"system_header", "no caller can be a system caller"}}},
@@ -231,12 +314,28 @@ func TestValidate(t *testing.T) {
 			issuers: []string{"https://a", "https://b"}},
 		{name: "an identity without an issuer, one issuer trusted", doc: "system_identities: [svc]\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
 			issuers: []string{""}},
+		// Issue 43: a system header without a secret made anyone who
+		// reached the API directly a system caller.
+		{name: "a system header without a secret", doc: "system_header: X-S\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+			want: [][2]string{{"system_secret_file", "is not set, so anyone who reaches the API directly could send X-S"}}},
+		{name: "a missing secret file", doc: "system_header: X-S\nsystem_secret_file: $MISSING\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+			want: [][2]string{{"system_secret_file", "no such file or directory"}}},
+		{name: "an unreadable secret file", doc: "system_header: X-S\nsystem_secret_file: $DIR\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+			want: [][2]string{{"system_secret_file", "is a directory"}}},
+		{name: "an empty secret file", doc: "system_header: X-S\nsystem_secret_file: $EMPTY\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+			want: [][2]string{{"system_secret_file", "is empty"}}},
+		{name: "a short secret", doc: "system_header: X-S\nsystem_secret_file: $SHORT\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+			want: [][2]string{{"system_secret_file", "holds 31 characters, fewer than the 32"}}},
+		{name: "a secret with a space", doc: "system_header: X-S\nsystem_secret_file: $INVISIBLE\ndimensions: [{key: org, header: X-Org, required: true}]\n",
+			want: [][2]string{{"system_secret_file", "invisible or non-ASCII byte 0x20"}}},
+		{name: "a secret without a system header", doc: "system_secret_file: $SECRET\nsystem_identities: [svc]\ndimensions: [{key: org, claim: org, required: true}]\n", jwt: true,
+			want: [][2]string{{"system_secret_file", "system_header is not"}}},
 		{name: "every problem at once", doc: "dimensions: [{key: org}, {key: org, header: Cookie}]\n", want: [][2]string{
 			{"dimensions[0]", "neither header nor claim"}, {"dimensions[1].key", "listed twice"}, {"dimensions[1].header", "Cookie"},
 			{"dimensions", "required: true"}, {"system_header", "no caller"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("tenancy.yaml", []byte(tc.doc), tc.jwt, tc.issuers...)
+			_, err := Parse("tenancy.yaml", []byte(withSecrets(tc.doc)), tc.jwt, tc.issuers...)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("refused a valid file: %v", err)
@@ -283,15 +382,50 @@ func TestParseRefusesUnknownFieldsAndEmptyFiles(t *testing.T) {
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tenancy.yaml")
-	if err := os.WriteFile(file, []byte(gateway), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(withSecrets(gateway)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Load(file, false)
 	if err != nil || len(c.Dimensions) != 2 || c.SystemHeader != "X-HyperFleet-System" {
 		t.Fatalf("Load = %+v, %v", c, err)
 	}
+	if h, v, ok := c.SystemCredential(); h != "X-HyperFleet-System" || v != testSecret || !ok {
+		t.Errorf("SystemCredential = %q, %q, %t; want the header and the secret", h, v, ok)
+	}
+	for _, out := range []string{fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", *c), fmt.Sprint(*c)} {
+		if strings.Contains(out, testSecret) {
+			t.Errorf("printing the config shows the secret: %s", out)
+		}
+	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml"), false); err == nil || !strings.Contains(err.Error(), "tenancy file") {
 		t.Errorf("a missing file: %v", err)
+	}
+	// A missing secret names the tenancy file, the field, the secret's
+	// file and how to make one.
+	noSecret := filepath.Join(dir, "no-secret.yaml")
+	if err := os.WriteFile(noSecret, []byte(strings.Replace(gateway, "$SECRET", secretFiles["$MISSING"], 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(noSecret, false)
+	for _, want := range []string{"tenancy file " + noSecret + ": system_secret_file: ", secretFiles["$MISSING"], "openssl rand", "--api-system-secret-file"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a missing secret: %v, want it to say %q", err, want)
+		}
+	}
+	if _, err := Load(noSecret, true); err == nil || strings.Contains(err.Error(), "system_secret_file") {
+		t.Errorf("with JWTs the system header is refused whatever its secret: %v", err)
+	}
+	// Built in code without a file, the credential is unknown until
+	// Validate reads it.
+	byHand := &Config{SystemHeader: "X-S", SystemSecretFile: secretFiles["$SECRET"], Dimensions: c.Dimensions}
+	if _, _, ok := byHand.SystemCredential(); ok {
+		t.Error("a credential before Validate")
+	}
+	if err := byHand.Validate(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, v, ok := byHand.SystemCredential(); v != testSecret || !ok {
+		t.Errorf("after Validate: %q, %t", v, ok)
 	}
 }
 

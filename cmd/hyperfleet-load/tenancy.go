@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -12,18 +14,31 @@ import (
 )
 
 // With --tenants the started server runs with a gateway-style tenancy
-// file, and the driver plays the gateway: each request carries the
-// headers of the caller it stands for.
+// file, and the driver plays the gateway and the adapters: each request
+// carries the headers of the caller it stands for, a system caller's the
+// system secret.
 const (
 	tenantHeader = "X-Tenant-Org"
 	systemHeader = "X-HyperFleet-System"
-	tenancyFile  = "system_header: " + systemHeader + "\ndimensions:\n  - {header: " + tenantHeader + ", key: org, required: true}\n"
 )
 
-// writeTenancyFile writes the tenancy file into dir.
+// systemSecret is this run's system secret, written next to the tenancy
+// file.
+var systemSecret = func() string {
+	b := make([]byte, 32)
+	_, _ = crand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}()
+
+// writeTenancyFile writes the tenancy file and its system secret into dir.
 func writeTenancyFile(dir string) (string, error) {
+	secret := filepath.Join(dir, "system-secret")
+	if err := os.WriteFile(secret, []byte(systemSecret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write the system secret: %w", err)
+	}
+	doc := "system_header: " + systemHeader + "\nsystem_secret_file: " + secret + "\ndimensions:\n  - {header: " + tenantHeader + ", key: org, required: true}\n"
 	f := filepath.Join(dir, "tenancy.yaml")
-	if err := os.WriteFile(f, []byte(tenancyFile), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
 		return "", fmt.Errorf("write the tenancy file: %w", err)
 	}
 	return f, nil
@@ -72,7 +87,7 @@ func (l *loader) setCaller(ctx context.Context, req *http.Request) {
 	path := strings.TrimPrefix(req.URL.Path, "/api/hyperfleet/v1")
 	switch {
 	case strings.HasSuffix(path, "/statuses") && req.Method != http.MethodGet:
-		req.Header.Set(systemHeader, "true")
+		req.Header.Set(systemHeader, systemSecret)
 		return
 	case ctx.Value(tenantKey{}) != nil:
 		req.Header.Set(tenantHeader, tenantName(ctx.Value(tenantKey{}).(int)))

@@ -77,7 +77,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.jwt.CAFile, "jwt-ca-file", "", "PEM file of the CA that verifies JWKS URLs served over TLS (default: the system roots)")
 	fs.DurationVar(&a.jwt.ClockSkew, "jwt-clock-skew", 30*time.Second, "how far an issuer's clock may be from this one (exp, nbf, iat)")
 	fs.DurationVar(&a.jwt.MaxTokenLifetime, "jwt-max-token-lifetime", auth.DefaultMaxTokenLifetime, "refuse tokens valid for longer than this after they were issued (negative: no bound)")
-	fs.StringVar(&a.tenancyFile, "tenancy-file", "", "YAML tenancy file (system_header, system_identities, dimensions): scope every resource by tenant and give callers roles; off without it")
+	fs.StringVar(&a.tenancyFile, "tenancy-file", "", "YAML tenancy file (system_header with system_secret_file, system_identities, dimensions): scope every resource by tenant and give callers roles; off without it")
 	a.db.add(fs)
 	a.adapters.add(fs)
 	a.kinds.add(fs)
@@ -111,7 +111,7 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 		for _, d := range tc.Dimensions {
 			keys = append(keys, d.Key+" ("+d.Source()+")")
 		}
-		log.Info().Str("file", a.tenancyFile).Strs("dimensions", keys).Str("system_header", tc.SystemHeader).
+		log.Info().Str("file", a.tenancyFile).Strs("dimensions", keys).Str("system_header", tc.SystemHeader).Str("system_secret_file", tc.SystemSecretFile).
 			Int("system_identities", len(tc.SystemIdentities)).Msg("tenancy on: resources are scoped by tenant")
 	}
 	return apiserver.Options{

@@ -24,6 +24,7 @@ import (
 	adaptermetrics "github.com/hyperfleet/hyperfleet/adapter/metrics"
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
+	"github.com/hyperfleet/hyperfleet/internal/systemsecret"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/temporalmetrics"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
@@ -43,6 +44,7 @@ type workerFlags struct {
 	apiBaseURL    string
 	apiTokenFile  string
 	systemHeader  string
+	systemSecret  string
 	kubeconfig    string
 	maxActivities int
 	metricsListen string
@@ -125,7 +127,8 @@ order. --api-base-url overrides every adapter's clients.hyperfleet_api.base_url.
 	fs.StringArrayVar(&f.refDirs, "ref-dir", nil, "map a directory that manifest.ref paths name to a local one, MOUNT=DIR (repeatable)")
 	fs.StringVar(&f.apiBaseURL, "api-base-url", "", "HyperFleet API address for the reconciler (default http://localhost:8000) and, when set, for every adapter")
 	fs.StringVar(&f.apiTokenFile, "api-token-file", "", "bearer token file for the reconciler's and every adapter's API calls when the API requires JWTs (with tenancy: a system identity's token); re-read on every call, so it may be rotated in place")
-	fs.StringVar(&f.systemHeader, "api-system-header", "", "send this header with value true on every API call of the reconciler and the adapters: the system_header of the API's tenancy file, for deployments where a gateway would otherwise set it")
+	fs.StringVar(&f.systemHeader, "api-system-header", "", "send this header, carrying the secret of --api-system-secret-file, on every API call of the reconciler and the adapters (to the API's origin only): the system_header of the API's tenancy file")
+	fs.StringVar(&f.systemSecret, "api-system-secret-file", "", "file holding the system secret --api-system-header carries: the file the API's tenancy file names in system_secret_file; read at start")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster Kubernetes adapters apply to (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.IntVar(&f.maxActivities, "max-concurrent-activities", 0, "concurrent activities per task queue (0: Temporal's default)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "serve /metrics and /healthz here (empty disables)")
@@ -211,15 +214,25 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 }
 
 // apiHeaders are the headers every API call of the reconciler and the
-// adapters carries: --api-system-header's, when given.
+// adapters carries: --api-system-header with the secret of
+// --api-system-secret-file, when given. Either without the other is
+// refused: a header without its secret makes no system caller.
 func (f *workerFlags) apiHeaders() ([][2]string, error) {
-	if f.systemHeader == "" {
+	switch {
+	case f.systemHeader == "" && f.systemSecret == "":
 		return nil, nil
-	}
-	if !validHeaderName(f.systemHeader) {
+	case f.systemSecret == "":
+		return nil, fmt.Errorf("--api-system-header %s needs --api-system-secret-file (HYPERFLEET_API_SYSTEM_SECRET_FILE): the file the API's tenancy file names in system_secret_file; the header alone makes no system caller", f.systemHeader)
+	case f.systemHeader == "":
+		return nil, errors.New("--api-system-secret-file needs --api-system-header (HYPERFLEET_API_SYSTEM_HEADER): the system_header of the API's tenancy file, e.g. X-HyperFleet-System")
+	case !validHeaderName(f.systemHeader):
 		return nil, fmt.Errorf("--api-system-header %q is not a header name: use letters, digits and '-', e.g. X-HyperFleet-System", f.systemHeader)
 	}
-	return [][2]string{{f.systemHeader, "true"}}, nil
+	secret, err := systemsecret.Read(f.systemSecret)
+	if err != nil {
+		return nil, fmt.Errorf("--api-system-secret-file: %w; %s", err, systemsecret.Fix)
+	}
+	return [][2]string{{f.systemHeader, secret.Value()}}, nil
 }
 
 // reconcilerAPI is the reconciler's client of the API; nil without

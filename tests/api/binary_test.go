@@ -4,10 +4,12 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,4 +153,81 @@ func TestServeBinary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 43: the binary refuses a gateway-style tenancy file without a
+// usable system secret, naming the file, the field and the fix; with one,
+// a bare system header is refused and the secret makes a system caller.
+func TestServeBinaryGatewayTenancySecret(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	secret := write("secret", systemSecret+"\n")
+	short := write("short", "short-secret\n")
+	dims := "dimensions:\n  - {header: X-Tenant-Org, key: org, required: true}\n"
+	env := func(tenancyFile string) []string {
+		return []string{"HYPERFLEET_STATE_DIR=" + t.TempDir(), `HYPERFLEET_CLUSTER_ADAPTERS=["validation"]`, "HYPERFLEET_NODEPOOL_ADAPTERS=[]",
+			"HYPERFLEET_TENANCY_FILE=" + tenancyFile}
+	}
+	for _, c := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"no system_secret_file", write("no-secret.yaml", "system_header: X-HyperFleet-System\n"+dims),
+			[]string{"system_secret_file: is not set", "openssl rand"}},
+		{"a short secret", write("short.yaml", "system_header: X-HyperFleet-System\nsystem_secret_file: "+short+"\n"+dims),
+			[]string{"system_secret_file: " + short + " holds 12 characters", "openssl rand"}},
+		{"a missing secret file", write("missing.yaml", "system_header: X-HyperFleet-System\nsystem_secret_file: "+filepath.Join(dir, "nope")+"\n"+dims),
+			[]string{"system_secret_file: open " + filepath.Join(dir, "nope")}},
+	} {
+		t.Run("refuses "+c.name, func(t *testing.T) {
+			// A binary that starts anyway is killed, not waited on forever.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, testenv.Binary(t), "serve", "--listen", freeAddr(t))
+			cmd.Env = append(cleanEnv(), env(c.file)...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("started:\n%s", out)
+			}
+			for _, want := range append([]string{"tenancy file " + c.file + ": "}, c.want...) {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+	t.Run("serves with a secret", func(t *testing.T) {
+		addr := freeAddr(t)
+		p := start(t, append(env(write("good.yaml", "system_header: X-HyperFleet-System\nsystem_secret_file: "+secret+"\n"+dims)), "HYPERFLEET_LISTEN="+addr), "serve")
+		waitReady(t, p, addr)
+		get := func(value string) int {
+			req, err := http.NewRequest("GET", "http://"+addr+base+"/clusters", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-HyperFleet-System", value)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if got := get("true"); got != http.StatusUnauthorized {
+			t.Errorf("a bare true: %d, want 401", got)
+		}
+		if got := get(systemSecret); got != http.StatusOK {
+			t.Errorf("the secret: %d, want 200\n%s", got, p.output())
+		}
+		if strings.Contains(p.output(), systemSecret) {
+			t.Errorf("the log shows the secret:\n%s", p.output())
+		}
+	})
 }

@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,16 +22,27 @@ import (
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
-// gatewayTenancy is the issue's gateway example.
+// gatewayTenancy is the issue's gateway example; its system secret
+// ($SECRET, see withTenancy) is systemSecret.
 const gatewayTenancy = `system_header: X-HyperFleet-System
+system_secret_file: $SECRET
 dimensions:
   - {header: X-Tenant-Org, key: org, required: true}
   - {header: X-Tenant-Project, key: project, required: false}
 `
 
+// systemSecret is what the system caller of gatewayTenancy sends.
+const systemSecret = "api-test-system-secret-0123456789abcdef"
+
+// withTenancy loads a tenancy file; $SECRET in it names a file holding
+// systemSecret.
 func withTenancy(t *testing.T, doc string, jwt bool) option {
 	t.Helper()
-	cfg, err := tenancy.Parse("tenancy.yaml", []byte(doc), jwt)
+	file := filepath.Join(t.TempDir(), "system-secret")
+	if err := os.WriteFile(file, []byte(systemSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := tenancy.Parse("tenancy.yaml", []byte(strings.ReplaceAll(doc, "$SECRET", file)), jwt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +67,7 @@ func tenantCaller(name string, pairs ...string) caller {
 var (
 	acme    = tenantCaller("own tenant", "X-Tenant-Org", "acme")
 	globex  = tenantCaller("other tenant", "X-Tenant-Org", "globex")
-	system  = tenantCaller("system caller", "X-HyperFleet-System", "true")
+	system  = tenantCaller("system caller", "X-HyperFleet-System", systemSecret)
 	nobody  = tenantCaller("missing dimension", "X-Tenant-Project", "web")
 	acmeWeb = tenantCaller("own tenant's project", "X-Tenant-Org", "acme", "X-Tenant-Project", "web")
 )
@@ -366,7 +380,6 @@ func TestTenancyRefusals(t *testing.T) {
 		tenantCaller("bad org", "X-Tenant-Org", "acme/corp"),
 		tenantCaller("long org", "X-Tenant-Org", strings.Repeat("a", 64)),
 		tenantCaller("bad project", "X-Tenant-Org", "acme", "X-Tenant-Project", "we b"),
-		tenantCaller("system header yes", "X-HyperFleet-System", "yes"),
 	} {
 		p := e.as(c, "GET", base+"/clusters", nil).problem(403, "HYPERFLEET-AUZ-002")
 		if len(p.Errors) != 1 || !strings.HasPrefix(p.Errors[0].Field, "header X-") {
@@ -384,6 +397,93 @@ func TestTenancyRefusals(t *testing.T) {
 	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/api/hyperfleet", base + "/openapi"} {
 		e.as(nobody, "GET", path, nil).expect(200)
 	}
+}
+
+// Issue 43: in gateway style anyone who reached the API directly was a
+// system caller by sending X-HyperFleet-System: true, and listed every
+// tenant's clusters. The system header now carries the system secret: a
+// bare true, a wrong secret or the header twice is 401
+// HYPERFLEET-AUT-002 naming the header (never echoing the value) and
+// changes nothing; the secret makes a system caller that sees every
+// tenant; false is a tenant.
+func TestTenancyGatewaySystemSecret(t *testing.T) {
+	backends(t, func(t *testing.T, b string) {
+		e := newEnv(t, b, withTenancy(t, gatewayTenancy, false))
+		all := map[string]bool{}
+		for i := 0; i < 8; i++ {
+			org := tenantCaller("tenant", "X-Tenant-Org", fmt.Sprintf("org-%d", i))
+			all[e.as(org, "POST", base+"/clusters", clusterBody(fmt.Sprintf("c-%d", i))).expect(201).resource().ID] = true
+		}
+		twice := caller{name: "the secret twice", header: http.Header{}}
+		twice.header.Add("X-HyperFleet-System", systemSecret)
+		twice.header.Add("X-HyperFleet-System", systemSecret)
+		wrong := systemSecret[:len(systemSecret)-1] + "X"
+		for _, c := range []struct {
+			who  caller
+			says string
+		}{
+			{tenantCaller("a bare true", "X-HyperFleet-System", "true"), "is true, which makes no system caller"},
+			{tenantCaller("a bare true with a tenant's header", "X-HyperFleet-System", "true", "X-Tenant-Org", "org-0"), "makes no system caller"},
+			{tenantCaller("a wrong secret", "X-HyperFleet-System", wrong), "is not the system secret"},
+			{tenantCaller("a prefix of the secret", "X-HyperFleet-System", systemSecret[:32]), "is not the system secret"},
+			{twice, "sent 2 times"},
+		} {
+			for _, r := range []struct {
+				method, path string
+				body         any
+			}{
+				{"GET", base + "/clusters", nil},
+				{"GET", base + "/resources", nil},
+				{"PUT", base + "/clusters/" + firstKey(all) + "/statuses", report("validation", 1, "True")},
+			} {
+				res := e.as(c.who, r.method, r.path, r.body)
+				p := res.problem(401, "HYPERFLEET-AUT-002")
+				if len(p.Errors) != 1 || p.Errors[0].Field != "header X-HyperFleet-System" || !strings.Contains(p.Detail, c.says) {
+					t.Errorf("%s %s as %s: %s, errors %v; want the header named and %q", r.method, r.path, c.who.name, p.Detail, p.fields(), c.says)
+				}
+				for _, v := range []string{wrong, systemSecret[:32]} {
+					if bytes.Contains(res.body, []byte(v)) {
+						t.Errorf("%s as %s: the answer echoes the value sent: %s", r.method, c.who.name, res.body)
+					}
+				}
+			}
+		}
+		// Nothing the refused callers sent was written.
+		var statuses struct {
+			Items []any `json:"items"`
+		}
+		e.as(system, "GET", base+"/clusters/"+firstKey(all)+"/statuses", nil).expect(200).into(&statuses)
+		if len(statuses.Items) != 0 {
+			t.Errorf("a refused status report was stored: %+v", statuses.Items)
+		}
+		// The secret is a system caller: every tenant's clusters.
+		ids, total := listed(e.as(system, "GET", base+"/clusters", nil))
+		if total != int64(len(all)) || len(ids) != len(all) {
+			t.Errorf("the system caller lists %d (total %d), want every tenant's %d", len(ids), total, len(all))
+		}
+		for _, id := range ids {
+			delete(all, id)
+		}
+		if len(all) != 0 {
+			t.Errorf("the system caller does not see %v", all)
+		}
+		e.as(system, "PUT", base+"/clusters/"+ids[0]+"/statuses", report("validation", 1, "True")).expect(201)
+		// false (in any case) is not a system caller: a tenant, or refused
+		// without a tenancy.
+		for _, v := range []string{"false", "FALSE"} {
+			tenant := tenantCaller("false with org-3", "X-HyperFleet-System", v, "X-Tenant-Org", "org-3")
+			if ids, total := listed(e.as(tenant, "GET", base+"/clusters", nil)); total != 1 || len(ids) != 1 {
+				t.Errorf("%s: lists %v (total %d), want org-3's cluster only", v, ids, total)
+			}
+			e.as(tenantCaller("false alone", "X-HyperFleet-System", v), "GET", base+"/clusters", nil).problem(403, "HYPERFLEET-AUZ-002")
+		}
+	})
+}
+
+// firstKey is a map's smallest key.
+func firstKey(m map[string]bool) string {
+	keys := slices.Sorted(maps.Keys(m))
+	return keys[0]
 }
 
 // Resources stored before tenancy was turned on belong to no tenant:
@@ -410,6 +510,13 @@ func TestTenancyConfigErrorsStopTheAPI(t *testing.T) {
 	o.Server.Tenancy = &tenancy.Config{Dimensions: []tenancy.Dimension{{Key: "org", Claim: "org_id", Required: true}}, SystemHeader: "X-S"}
 	if _, err := buildApp(o); err == nil || !strings.Contains(err.Error(), "dimensions[0].claim") || !strings.Contains(err.Error(), "--jwt-enabled") {
 		t.Errorf("a claim dimension without JWTs: %v", err)
+	}
+	// Issue 43: a system header without a secret made anyone who reached
+	// the API a system caller; the API does not start with one.
+	o = newEnvOptions(t)
+	o.Server.Tenancy = &tenancy.Config{Dimensions: []tenancy.Dimension{{Key: "org", Header: "X-Org", Required: true}}, SystemHeader: "X-S"}
+	if _, err := buildApp(o); err == nil || !strings.Contains(err.Error(), "system_secret_file: is not set") {
+		t.Errorf("a system header without a secret: %v", err)
 	}
 	// Issue 43: with JWTs a header any token holder can send must not
 	// make system callers, and with two issuers a system identity must

@@ -4,6 +4,7 @@ package deploy
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +12,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -52,23 +56,46 @@ func tenancyData(t *testing.T, byName map[string]*unstructured.Unstructured) map
 	return data
 }
 
-// Gateway style: the API loads the tenancy file the chart renders, and
-// the reconciler and every adapter worker send the system header.
-func TestChartTenancyGatewayStyle(t *testing.T) {
-	byName, objs := renderObjects(t, tenancyBase+`tenancy:
+// gatewayValues is gateway-style tenancy with the gateway in namespace
+// gateway and Prometheus admitted too.
+const gatewayValues = tenancyBase + `tenancy:
   config:
     system_header: X-HyperFleet-System
     dimensions:
       - {header: X-Tenant-Org, key: org, required: true}
       - {header: X-Tenant-Project, key: project, required: false}
-`)
+  gateway:
+    podSelector: {matchLabels: {app.kubernetes.io/name: my-gateway}}
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: gateway}}
+    extraIngressFrom:
+      - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}
+        podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}
+`
+
+// Gateway style: the API loads the tenancy file the chart renders, with
+// the system secret the chart generates mounted where the file says; the
+// reconciler and every adapter worker send the system header with that
+// secret (issue 43: a bare header made anyone a system caller); and a
+// NetworkPolicy admits to the API only the gateway, this release's
+// workers and the peers asked for.
+func TestChartTenancyGatewayStyle(t *testing.T) {
+	byName, objs := renderObjects(t, gatewayValues)
 	data := tenancyData(t, byName)
-	cfg, err := tenancy.Parse("tenancy.yaml", []byte(data["tenancy.yaml"]), false)
-	if err != nil {
-		t.Fatalf("the rendered tenancy file does not load: %v\n%s", err, data["tenancy.yaml"])
+	secret := secretValue(t, byName, "Secret/hf-hyperfleet-system-secret", "secret")
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if cfg.SystemHeader != "X-HyperFleet-System" || len(cfg.Dimensions) != 2 {
-		t.Errorf("rendered tenancy = %+v", cfg)
+	const mounted = "system_secret_file: /etc/hyperfleet/system-secret/secret"
+	if !strings.Contains(data["tenancy.yaml"], mounted) {
+		t.Fatalf("the tenancy file does not name the mounted secret:\n%s", data["tenancy.yaml"])
+	}
+	cfg, err := tenancy.Parse("tenancy.yaml", []byte(strings.Replace(data["tenancy.yaml"], mounted, "system_secret_file: "+file, 1)), false)
+	if err != nil {
+		t.Fatalf("the rendered tenancy file, with the generated secret, does not load: %v\n%s", err, data["tenancy.yaml"])
+	}
+	if h, v, ok := cfg.SystemCredential(); h != "X-HyperFleet-System" || v != secret || !ok || len(cfg.Dimensions) != 2 {
+		t.Errorf("rendered tenancy = %+v, credential %s %t", cfg, h, ok)
 	}
 	api := container(t, byName, "Deployment/hf-hyperfleet-api")
 	if f := envOf(api)["HYPERFLEET_TENANCY_FILE"]; f != "/etc/hyperfleet/tenancy/tenancy.yaml" {
@@ -81,10 +108,147 @@ func TestChartTenancyGatewayStyle(t *testing.T) {
 	if annotations["hyperfleet.io/tenancy-checksum"] == "" {
 		t.Errorf("the API pods do not roll with the tenancy: annotations %v", annotations)
 	}
+	for _, d := range []string{"Deployment/hf-hyperfleet-api", "Deployment/hf-hyperfleet-reconciler", "Deployment/hf-hyperfleet-adapter-landing-zone"} {
+		checkSystemSecretMounted(t, byName, d, "hf-hyperfleet-system-secret", "secret")
+	}
 	for _, d := range []string{"Deployment/hf-hyperfleet-reconciler", "Deployment/hf-hyperfleet-adapter-landing-zone"} {
-		if args := fmt.Sprint(container(t, byName, d)["args"]); !strings.Contains(args, "--api-system-header=X-HyperFleet-System") || strings.Contains(args, "--api-token-file") {
+		args := fmt.Sprint(container(t, byName, d)["args"])
+		if !strings.Contains(args, "--api-system-header=X-HyperFleet-System") || !strings.Contains(args, "--api-system-secret-file=/etc/hyperfleet/system-secret/secret") ||
+			strings.Contains(args, "--api-token-file") {
 			t.Errorf("%s args = %s", d, args)
 		}
+	}
+	checkAPINetworkPolicy(t, byName)
+	dryRun(t, objs)
+}
+
+// checkAPINetworkPolicy: the policy selects the API's pods and admits, on
+// the API's port, exactly the gateway's pods in the gateway's namespace,
+// the release's reconciler and adapters, and Prometheus.
+func checkAPINetworkPolicy(t *testing.T, byName map[string]*unstructured.Unstructured) {
+	t.Helper()
+	u := byName["NetworkPolicy/hf-hyperfleet-api"]
+	if u == nil {
+		t.Fatal("no NetworkPolicy for the API rendered")
+	}
+	var np networkingv1.NetworkPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
+		t.Fatal(err)
+	}
+	podLabels := func(key string) labels.Set {
+		l, _, _ := unstructured.NestedStringMap(byName[key].Object, "spec", "template", "metadata", "labels")
+		return l
+	}
+	apiPods := podLabels("Deployment/hf-hyperfleet-api")
+	if sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || !sel.Matches(apiPods) || sel.Matches(podLabels("Deployment/hf-hyperfleet-reconciler")) {
+		t.Errorf("the policy selects %v, not the API's pods only (%v)", np.Spec.PodSelector, err)
+	}
+	if fmt.Sprint(np.Spec.PolicyTypes) != "[Ingress]" || len(np.Spec.Ingress) != 1 {
+		t.Fatalf("policy types %v, %d ingress rules; want one Ingress rule", np.Spec.PolicyTypes, len(np.Spec.Ingress))
+	}
+	rule := np.Spec.Ingress[0]
+	if len(rule.Ports) != 1 || rule.Ports[0].Port.IntValue() != 8000 {
+		t.Errorf("ports %v, want the API's 8000", rule.Ports)
+	}
+	// admitted reports whether a pod with these labels, in a namespace
+	// with these labels (nil: the release's), may reach the API.
+	admitted := func(pod, ns labels.Set) bool {
+		for _, peer := range rule.From {
+			if peer.IPBlock != nil || peer.PodSelector == nil {
+				continue
+			}
+			ps, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ps.Matches(pod) {
+				continue
+			}
+			if peer.NamespaceSelector == nil {
+				if ns == nil {
+					return true
+				}
+				continue
+			}
+			nss, err := metav1.LabelSelectorAsSelector(peer.NamespaceSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns != nil && nss.Matches(ns) {
+				return true
+			}
+		}
+		return false
+	}
+	gatewayNS := labels.Set{"kubernetes.io/metadata.name": "gateway"}
+	for _, c := range []struct {
+		name    string
+		pod, ns labels.Set
+		want    bool
+	}{
+		{"the reconciler", podLabels("Deployment/hf-hyperfleet-reconciler"), nil, true},
+		{"an adapter", podLabels("Deployment/hf-hyperfleet-adapter-landing-zone"), nil, true},
+		{"the gateway", labels.Set{"app.kubernetes.io/name": "my-gateway"}, gatewayNS, true},
+		{"Prometheus", labels.Set{"app.kubernetes.io/name": "prometheus"}, labels.Set{"kubernetes.io/metadata.name": "monitoring"}, true},
+		{"the gateway's labels in the release's namespace", labels.Set{"app.kubernetes.io/name": "my-gateway"}, nil, false},
+		{"another pod of the gateway's namespace", labels.Set{"app": "tenant"}, gatewayNS, false},
+		{"another release's reconciler", labels.Set{"app.kubernetes.io/instance": "other", "app.kubernetes.io/component": "reconciler"}, nil, false},
+		{"a pod of the release's namespace", labels.Set{"app": "tenant"}, nil, false},
+		{"an API pod", apiPods, nil, false},
+	} {
+		if got := admitted(c.pod, c.ns); got != c.want {
+			t.Errorf("%s (%v): admitted %t, want %t", c.name, c.pod, got, c.want)
+		}
+	}
+}
+
+// secretValue is the decoded value of a rendered Secret's key.
+func secretValue(t *testing.T, byName map[string]*unstructured.Unstructured, name, key string) string {
+	t.Helper()
+	o := byName[name]
+	if o == nil {
+		t.Fatalf("no %s rendered", name)
+	}
+	enc, _, _ := unstructured.NestedString(o.Object, "data", key)
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil || len(raw) < 32 {
+		t.Fatalf("%s %s = %q (%v): want at least 32 characters", name, key, raw, err)
+	}
+	return string(raw)
+}
+
+// checkSystemSecretMounted: the Deployment mounts the Secret's key as
+// /etc/hyperfleet/system-secret/secret.
+func checkSystemSecretMounted(t *testing.T, byName map[string]*unstructured.Unstructured, deployment, secret, key string) {
+	t.Helper()
+	if mounts := fmt.Sprint(container(t, byName, deployment)["volumeMounts"]); !strings.Contains(mounts, "mountPath:/etc/hyperfleet/system-secret name:system-secret") {
+		t.Errorf("%s mounts = %s", deployment, mounts)
+	}
+	vols, _, _ := unstructured.NestedSlice(byName[deployment].Object, "spec", "template", "spec", "volumes")
+	want := fmt.Sprintf("map[name:system-secret secret:map[items:[map[key:%s path:secret]] secretName:%s]]", key, secret)
+	for _, v := range vols {
+		if fmt.Sprint(v) == want {
+			return
+		}
+	}
+	t.Errorf("%s volumes = %v, want %s", deployment, vols, want)
+}
+
+// An existing Secret is mounted instead of a generated one, by its key;
+// waiveNetworkPolicy renders no policy.
+func TestChartTenancyGatewayExistingSecret(t *testing.T) {
+	values := strings.Replace(gatewayValues, "  gateway:\n", "  gateway:\n    systemSecret: {name: fleet-system-secret, key: token}\n    waiveNetworkPolicy: true\n", 1)
+	byName, objs := renderObjects(t, values)
+	for key := range byName {
+		if strings.HasPrefix(key, "Secret/") || strings.HasPrefix(key, "NetworkPolicy/") {
+			t.Errorf("rendered %s", key)
+		}
+	}
+	for _, d := range []string{"Deployment/hf-hyperfleet-api", "Deployment/hf-hyperfleet-reconciler", "Deployment/hf-hyperfleet-adapter-landing-zone"} {
+		checkSystemSecretMounted(t, byName, d, "fleet-system-secret", "token")
+	}
+	if !strings.Contains(tenancyData(t, byName)["tenancy.yaml"], "system_secret_file: /etc/hyperfleet/system-secret/secret") {
+		t.Error("the tenancy file does not name the mounted secret")
 	}
 	dryRun(t, objs)
 }
@@ -130,8 +294,13 @@ tenancy:
 		if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--api-token-file=/etc/hyperfleet/system-token/token") || strings.Contains(args, "--api-system-header") {
 			t.Errorf("%s args = %s", d, args)
 		}
-		if mounts := fmt.Sprint(c["volumeMounts"]); !strings.Contains(mounts, "/etc/hyperfleet/system-token") {
+		if mounts := fmt.Sprint(c["volumeMounts"]); !strings.Contains(mounts, "/etc/hyperfleet/system-token") || strings.Contains(mounts, "system-secret") {
 			t.Errorf("%s mounts = %s", d, mounts)
+		}
+	}
+	for key := range byName {
+		if strings.HasPrefix(key, "NetworkPolicy/") || strings.HasPrefix(key, "Secret/") {
+			t.Errorf("JWT style renders %s", key)
 		}
 	}
 	dryRun(t, objs)
@@ -144,7 +313,7 @@ func TestChartTenancyOffAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"tenancy", "TENANCY", "system-header", "JWT_ISSUERS", "JWT_CA"} {
+	for _, s := range []string{"tenancy", "TENANCY", "system-header", "system-secret", "NetworkPolicy", "JWT_ISSUERS", "JWT_CA"} {
 		if strings.Contains(off, s) {
 			t.Errorf("the chart renders %q without tenancy values", s)
 		}
@@ -153,6 +322,16 @@ func TestChartTenancyOffAndRefusals(t *testing.T) {
 		{"issuers without JWT", "tenancy:\n  jwtIssuers: [{issuer: a, jwks_url: https://a}]\n", "tenancy.jwtIssuers needs api.jwt.enabled"},
 		{"two reconciler tokens", "reconciler: {apiTokenSecret: a}\ntenancy:\n  config: {system_header: X-S}\n  systemCaller: {tokenSecret: b}\n",
 			"set tenancy.systemCaller.tokenSecret or reconciler.apiTokenSecret, not both"},
+		// Issue 43: gateway style without isolation lets anyone who
+		// reaches the API set the tenant headers.
+		{"gateway style without a gateway selector", "tenancy:\n  config: {system_header: X-S, dimensions: [{header: X-Org, key: org, required: true}]}\n",
+			"tenancy.gateway.podSelector is not set"},
+		{"gateway style without a gateway selector names the waiver", "tenancy:\n  config: {system_header: X-S, dimensions: [{header: X-Org, key: org, required: true}]}\n",
+			"tenancy.gateway.waiveNetworkPolicy: true"},
+		{"a secret file of one's own", "tenancy:\n  config: {system_header: X-S, system_secret_file: /s, dimensions: [{header: X-Org, key: org, required: true}]}\n  gateway: {waiveNetworkPolicy: true}\n",
+			"tenancy.config.system_secret_file is set by the chart"},
+		{"a header of the system caller's own", "tenancy:\n  config: {system_header: X-S, dimensions: [{header: X-Org, key: org, required: true}]}\n  gateway: {waiveNetworkPolicy: true}\n  systemCaller: {header: X-Other}\n",
+			"remove tenancy.systemCaller.header"},
 	} {
 		if _, err := render(t, tenancyBase+c.values, "hf"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
