@@ -7,7 +7,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
-	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/phase"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -61,8 +59,7 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		err := fmt.Errorf("a run of adapter %q reached adapter %q", in.Adapter, a.Engine.Name())
 		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
 	}
-	event, err := eventMap(in.Event)
-	if err != nil {
+	if err := checkEvent(in.Event); err != nil {
 		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
 	}
 	var (
@@ -79,7 +76,7 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		return time.Since(start)
 	}
 	heartbeatingWith(ctx, current.Load, func(ctx context.Context) {
-		d := timed("preconditions", func() { st = a.Engine.Prepare(ctx, event) })
+		d := timed("preconditions", func() { st = a.Engine.Prepare(ctx, in.Event) })
 		phases = append(phases,
 			phaseReport(phase.Params, st.Trace.Params.Outcome, st.Trace.Params.Reason, 0),
 			phaseReport(phase.Preconditions, st.Trace.Preconditions.Outcome, st.Trace.Preconditions.Reason, d))
@@ -139,8 +136,8 @@ func phaseReport(name phase.Name, outcome phase.Outcome, reason string, d time.D
 // logRetry notes an attempt after the first, with what it acted on.
 func (a *Adapter) logRetry(ctx context.Context, st *executor.State) {
 	if info := activity.GetInfo(ctx); info.Attempt > 1 {
-		a.Logger.Info().Str("adapter", a.Engine.Name()).Str("kind", st.Ref.Kind).Str("resource_id", st.Ref.ID).
-			Int64("generation", st.Ref.Generation).Str("activity", info.ActivityType.Name).
+		a.Logger.Info().Str("adapter", a.Engine.Name()).Str("kind", st.Event.Kind).Str("resource_id", st.Event.ID).
+			Int64("generation", st.Event.Generation).Str("activity", info.ActivityType.Name).
 			Int32("attempt", info.Attempt).Msg("activity retried")
 	}
 }
@@ -161,9 +158,9 @@ func summarize(st *executor.State, post *executor.PostResult) reconcile.Summary 
 	return s
 }
 
-func eventMap(ev resource.Event) (map[string]any, error) {
+func checkEvent(ev resource.Event) error {
 	if ev.ID == "" || ev.Kind == "" {
-		return nil, errors.New("the reconcile event names no resource (id and kind are required)")
+		return errors.New("the reconcile event names no resource (id and kind are required)")
 	}
 	// The event comes from a workflow's input, which anyone who may start
 	// a workflow writes: its href is what the adapter's calls are built
@@ -174,26 +171,17 @@ func eventMap(ev resource.Event) (map[string]any, error) {
 		ref.ParentID, ref.ParentKind = o.ID, o.Kind
 		owner := resource.Ref{Kind: o.Kind, ID: o.ID, Path: o.Href}
 		if err := owner.Validate(); err != nil {
-			return nil, fmt.Errorf("the reconcile event's owner: %w", err)
+			return fmt.Errorf("the reconcile event's owner: %w", err)
 		}
 	}
 	if err := ref.Validate(); err != nil {
-		return nil, fmt.Errorf("the reconcile event: %w", err)
+		return fmt.Errorf("the reconcile event: %w", err)
 	}
-	raw, err := json.Marshal(ev)
-	if err != nil {
-		return nil, err
-	}
-	v, err := jsonvalue.Decode(raw)
-	if err != nil {
-		return nil, err
-	}
-	event, _ := jsonvalue.NormalizeInPlace(v).(map[string]any)
-	return event, nil
+	return nil
 }
 
 func resourceOf(st *executor.State) string {
-	return st.Ref.Kind + " " + st.Ref.ID
+	return st.Event.Kind + " " + st.Event.ID
 }
 
 // heartbeatingWith runs fn while telling Temporal the activity is alive, so

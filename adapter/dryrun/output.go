@@ -56,7 +56,7 @@ func (r *Report) writeHeader(p *printer) {
 	st := r.State
 	p.line("Dry-Run Execution Trace")
 	p.line("========================")
-	ev := fmt.Sprintf("Event: id=%v kind=%v generation=%v", st.Event["id"], st.Event["kind"], st.Event["generation"])
+	ev := fmt.Sprintf("Event: id=%v kind=%v generation=%v", st.Event.ID, st.Event.Kind, st.Event.Generation)
 	if r.Type != "" {
 		ev += " type=" + r.Type
 	}

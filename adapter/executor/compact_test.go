@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 func TestCompactKeepsWhatPhasesReadAndDropsBodies(t *testing.T) {
-	st := NewState(map[string]any{"id": "c1", "generation": int64(2)})
+	st := newState(resource.Event{ID: "c1", Generation: 2})
 	st.Vars["getCluster"] = map[string]any{"name": "prod", "generation": int64(2)}
 	st.Resources["ns"] = map[string]any{
 		"metadata": map[string]any{"name": "c1", "managedFields": []any{map[string]any{"manager": "hyperfleet"}}},
