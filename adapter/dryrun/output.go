@@ -189,7 +189,7 @@ func (r *Report) writePost(p *printer, verbose bool) {
 		}
 	}
 	for i, a := range tr.Post.Actions {
-		p.step(i, len(tr.Post.Actions), a.Name, a.Outcome)
+		p.step(i, len(tr.Post.Actions), a.Name, string(a.Outcome))
 		p.call(a.Call, verbose)
 		if a.Message != "" {
 			p.line("    %s", a.Message)

@@ -25,7 +25,7 @@ import (
 
 func TestCheckOperators(t *testing.T) {
 	tests := []struct {
-		op     string
+		op     taskconfig.Operator
 		actual any
 		found  bool
 		value  any
