@@ -63,32 +63,14 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
 	}
 	var (
-		st      *executor.State
-		post    *executor.PostResult
+		run     *executor.Result
 		postErr error
-		phases  []reconcile.PhaseReport
+		current atomic.Value // the phase under way, for the heartbeat
 	)
-	var current atomic.Value
-	timed := func(name string, fn func()) time.Duration {
-		current.Store(name)
-		start := time.Now()
-		fn()
-		return time.Since(start)
-	}
 	heartbeatingWith(ctx, current.Load, func(ctx context.Context) {
-		d := timed("preconditions", func() { st = a.Engine.Prepare(ctx, in.Event) })
-		phases = append(phases,
-			phaseReport(phase.Params, st.Trace.Params.Outcome, st.Trace.Params.Reason, 0),
-			phaseReport(phase.Preconditions, st.Trace.Preconditions.Outcome, st.Trace.Preconditions.Reason, d))
-		d = timed("resources", func() { a.Engine.ApplyResources(ctx, st) })
-		phases = append(phases, phaseReport(phase.Resources, st.Trace.Resources.Outcome, st.Trace.Resources.Reason, d))
-		d = timed("post", func() { post, postErr = a.Engine.Report(ctx, st) })
-		reason := ""
-		if postErr != nil {
-			reason = postErr.Error()
-		}
-		phases = append(phases, phaseReport(phase.Post, st.Trace.Post.Outcome, reason, d))
+		run, postErr = a.Engine.RunEvent(ctx, in.Event, func(p phase.Name) { current.Store(string(p)) })
 	})
+	st, post := run.State, run.Post
 	if postErr != nil {
 		if ctx.Err() != nil || (post != nil && post.Retryable) {
 			return reconcile.RunResult{}, fmt.Errorf("post: report status of %s: %w", resourceOf(st), postErr)
@@ -100,7 +82,7 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		return reconcile.RunResult{}, err // cancelled or timed out: the run is partial
 	}
 	a.logRetry(ctx, st)
-	res := reconcile.RunResult{Adapter: a.Engine.Name(), Generation: in.Event.Generation, Summary: summarize(st, post), Phases: phases}
+	res := reconcile.RunResult{Adapter: a.Engine.Name(), Generation: in.Event.Generation, Summary: summarize(st, post), Phases: phaseReports(run, postErr)}
 	for _, step := range st.Trace.Resources.Steps {
 		res.Resources = append(res.Resources, step.Name+"="+string(step.Operation))
 	}
@@ -129,8 +111,23 @@ func seenObjects(resources map[string]any) map[string]string {
 	return out
 }
 
-func phaseReport(name phase.Name, outcome phase.Outcome, reason string, d time.Duration) reconcile.PhaseReport {
-	return reconcile.PhaseReport{Phase: name, Outcome: outcome, Reason: reason, DurationMS: d.Milliseconds()}
+// phaseReports names each phase's outcome and duration, in the order the
+// engine ran them.
+func phaseReports(run *executor.Result, postErr error) []reconcile.PhaseReport {
+	tr := &run.State.Trace
+	report := func(name phase.Name, outcome phase.Outcome, reason string) reconcile.PhaseReport {
+		return reconcile.PhaseReport{Phase: name, Outcome: outcome, Reason: reason, DurationMS: run.Took[name].Milliseconds()}
+	}
+	postReason := ""
+	if postErr != nil {
+		postReason = postErr.Error()
+	}
+	return []reconcile.PhaseReport{
+		report(phase.Params, tr.Params.Outcome, tr.Params.Reason),
+		report(phase.Preconditions, tr.Preconditions.Outcome, tr.Preconditions.Reason),
+		report(phase.Resources, tr.Resources.Outcome, tr.Resources.Reason),
+		report(phase.Post, tr.Post.Outcome, postReason),
+	}
 }
 
 // logRetry notes an attempt after the first, with what it acted on.

@@ -117,7 +117,7 @@ func Run(ctx context.Context, b *taskconfig.Bundle, in Inputs) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	res, runErr := eng.RunEvent(ctx, event)
+	res, runErr := eng.RunEvent(ctx, event, nil)
 	rep := &Report{Adapter: eng.Name(), Event: res.State.EventView, Type: eventType, State: res.State, Unmocked: mock.unmocked}
 	if runErr != nil {
 		rep.PostErr = runErr.Error()

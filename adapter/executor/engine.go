@@ -1,9 +1,8 @@
 // Package executor runs an adapter task config: params, preconditions,
 // resources and post, exactly as the adapter authoring guide describes, with
 // the adapter.* context the post expressions read. It has no Temporal
-// dependency: dry-run and tests call it directly, and each phase is a
-// function over a JSON-serialisable State so the reconcile workflow can run
-// the phases as separate activities.
+// dependency: the adapter activity, dry-run and tests all run it through
+// RunEvent, which owns the order of the phases.
 package executor
 
 import (
@@ -166,6 +165,9 @@ func (e *Engine) Task() *taskconfig.TaskConfig { return e.task }
 type Result struct {
 	State *State
 	Post  *PostResult
+	// Took is how long each phase ran; params run within preconditions'
+	// time.
+	Took map[phase.Name]time.Duration
 }
 
 // Run executes the four phases for an event as tools hold it (the bare
@@ -176,19 +178,36 @@ func (e *Engine) Run(ctx context.Context, raw map[string]any) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.RunEvent(ctx, ev)
+	return e.RunEvent(ctx, ev, nil)
 }
 
-// RunEvent executes the four phases for one event.
-func (e *Engine) RunEvent(ctx context.Context, ev resource.Event) (*Result, error) {
-	st := e.Prepare(ctx, ev)
-	e.ApplyResources(ctx, st)
-	post, err := e.Report(ctx, st)
-	return &Result{State: st, Post: post}, err
+// RunEvent executes the four phases for one event, in their order: params
+// and preconditions, resources, then post, which always runs. onPhase,
+// when set, is told each phase's name as it starts (the activity's
+// heartbeat carries it). The error is the post phase's.
+func (e *Engine) RunEvent(ctx context.Context, ev resource.Event, onPhase func(phase.Name)) (*Result, error) {
+	res := &Result{Took: make(map[phase.Name]time.Duration, 3)}
+	var err error
+	for _, p := range []struct {
+		name phase.Name
+		run  func()
+	}{
+		{phase.Preconditions, func() { res.State = e.prepare(ctx, ev) }},
+		{phase.Resources, func() { e.applyResources(ctx, res.State) }},
+		{phase.Post, func() { res.Post, err = e.report(ctx, res.State) }},
+	} {
+		if onPhase != nil {
+			onPhase(p.name)
+		}
+		start := time.Now()
+		p.run()
+		res.Took[p.name] = time.Since(start)
+	}
+	return res, err
 }
 
-// Prepare runs params and preconditions.
-func (e *Engine) Prepare(ctx context.Context, ev resource.Event) *State {
+// prepare runs params and preconditions.
+func (e *Engine) prepare(ctx context.Context, ev resource.Event) *State {
 	st := newState(ev)
 	log := e.logFor(st)
 	ctx, span := e.phaseSpan(ctx, phase.Preconditions, st)
@@ -209,8 +228,8 @@ func (e *Engine) Prepare(ctx context.Context, ev resource.Event) *State {
 	return st
 }
 
-// ApplyResources runs the resources phase.
-func (e *Engine) ApplyResources(ctx context.Context, st *State) {
+// applyResources runs the resources phase.
+func (e *Engine) applyResources(ctx context.Context, st *State) {
 	ctx, span := e.phaseSpan(ctx, phase.Resources, st)
 	defer func() { e.endSpan(span, st, st.Trace.Resources.Outcome) }()
 	start := time.Now()
@@ -218,8 +237,8 @@ func (e *Engine) ApplyResources(ctx context.Context, st *State) {
 	e.observe(phase.Resources, st.Trace.Resources.Outcome, start)
 }
 
-// Report runs the post phase. It always runs.
-func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
+// report runs the post phase.
+func (e *Engine) report(ctx context.Context, st *State) (*PostResult, error) {
 	ctx, span := e.phaseSpan(ctx, phase.Post, st)
 	start := time.Now()
 	res, err := e.post(ctx, st)

@@ -162,6 +162,30 @@ func TestMetricsPerRun(t *testing.T) {
 	}
 }
 
+// RunEvent owns the order of the phases: a caller learns each as it starts
+// and how long it took, and runs none of them itself.
+func TestRunEventRunsThePhasesInOrder(t *testing.T) {
+	h := newHarness(t, statusTask)
+	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	var started []string
+	res, err := h.engine.RunEvent(context.Background(), event, func(p phase.Name) { started = append(started, string(p)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(started, " "); got != "preconditions resources post" {
+		t.Errorf("phases started: %s", got)
+	}
+	for _, p := range []phase.Name{phase.Preconditions, phase.Resources, phase.Post} {
+		if _, ok := res.Took[p]; !ok {
+			t.Errorf("no duration for %s: %v", p, res.Took)
+		}
+	}
+	if res.State.Trace.Post.Outcome != phase.Success || !res.Post.Reported {
+		t.Errorf("post %s, reported %v: want it reported", res.State.Trace.Post.Outcome, res.Post.Reported)
+	}
+	h.api.lastPut(t)
+}
+
 // metricValue reads one series from a registry in the exposition format.
 func metricValue(t *testing.T, reg *prometheus.Registry, series string) float64 {
 	t.Helper()
@@ -200,7 +224,7 @@ func TestConcurrentRunsOfOneEngine(t *testing.T) {
 		wg.Go(func() {
 			for range runs {
 				ev := resource.Event{ID: id, Kind: "Cluster", Href: "/api/hyperfleet/v1/clusters/" + id, Generation: 3}
-				res, err := h.engine.RunEvent(context.Background(), ev)
+				res, err := h.engine.RunEvent(context.Background(), ev, nil)
 				if err != nil || res.State.Meta.ExecutionStatus != phase.ExecutionSucceeded {
 					errs <- fmt.Errorf("%s: %v %+v", id, err, res.State.Meta.ExecutionError)
 				}
@@ -233,7 +257,7 @@ func BenchmarkRun(b *testing.B) {
 	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := h.engine.RunEvent(context.Background(), event); err != nil {
+		if _, err := h.engine.RunEvent(context.Background(), event, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

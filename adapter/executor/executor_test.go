@@ -123,7 +123,7 @@ func newHarness(t testing.TB, task string, opts ...func(*Options)) *harness {
 
 func (h *harness) run(t *testing.T, ev resource.Event) (*State, *PostResult, error) {
 	t.Helper()
-	res, err := h.engine.RunEvent(context.Background(), ev)
+	res, err := h.engine.RunEvent(context.Background(), ev, nil)
 	return res.State, res.Post, err
 }
 
