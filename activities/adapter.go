@@ -7,7 +7,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/executor"
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
-	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/phase"
 	"github.com/hyperfleet/hyperfleet/resource"
@@ -61,37 +59,18 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		err := fmt.Errorf("a run of adapter %q reached adapter %q", in.Adapter, a.Engine.Name())
 		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
 	}
-	event, err := eventMap(in.Event)
-	if err != nil {
+	if err := checkEvent(in.Event); err != nil {
 		return reconcile.RunResult{}, temporal.NewNonRetryableApplicationError(err.Error(), reconcile.ErrConfig, err)
 	}
 	var (
-		st      *executor.State
-		post    *executor.PostResult
+		run     *executor.Result
 		postErr error
-		phases  []reconcile.PhaseReport
+		current atomic.Value // the phase under way, for the heartbeat
 	)
-	var current atomic.Value
-	timed := func(name string, fn func()) time.Duration {
-		current.Store(name)
-		start := time.Now()
-		fn()
-		return time.Since(start)
-	}
 	heartbeatingWith(ctx, current.Load, func(ctx context.Context) {
-		d := timed("preconditions", func() { st = a.Engine.Prepare(ctx, event) })
-		phases = append(phases,
-			phaseReport(phase.Params, st.Trace.Params.Outcome, st.Trace.Params.Reason, 0),
-			phaseReport(phase.Preconditions, st.Trace.Preconditions.Outcome, st.Trace.Preconditions.Reason, d))
-		d = timed("resources", func() { a.Engine.ApplyResources(ctx, st) })
-		phases = append(phases, phaseReport(phase.Resources, st.Trace.Resources.Outcome, st.Trace.Resources.Reason, d))
-		d = timed("post", func() { post, postErr = a.Engine.Report(ctx, st) })
-		reason := ""
-		if postErr != nil {
-			reason = postErr.Error()
-		}
-		phases = append(phases, phaseReport(phase.Post, st.Trace.Post.Outcome, reason, d))
+		run, postErr = a.Engine.RunEvent(ctx, in.Event, func(p phase.Name) { current.Store(string(p)) })
 	})
+	st, post := run.State, run.Post
 	if postErr != nil {
 		if ctx.Err() != nil || (post != nil && post.Retryable) {
 			return reconcile.RunResult{}, fmt.Errorf("post: report status of %s: %w", resourceOf(st), postErr)
@@ -103,7 +82,7 @@ func (a *Adapter) Run(ctx context.Context, in reconcile.RunInput) (reconcile.Run
 		return reconcile.RunResult{}, err // cancelled or timed out: the run is partial
 	}
 	a.logRetry(ctx, st)
-	res := reconcile.RunResult{Adapter: a.Engine.Name(), Generation: in.Event.Generation, Summary: summarize(st, post), Phases: phases}
+	res := reconcile.RunResult{Adapter: a.Engine.Name(), Generation: in.Event.Generation, Summary: summarize(st, post), Phases: phaseReports(run, postErr)}
 	for _, step := range st.Trace.Resources.Steps {
 		res.Resources = append(res.Resources, step.Name+"="+string(step.Operation))
 	}
@@ -132,15 +111,30 @@ func seenObjects(resources map[string]any) map[string]string {
 	return out
 }
 
-func phaseReport(name phase.Name, outcome phase.Outcome, reason string, d time.Duration) reconcile.PhaseReport {
-	return reconcile.PhaseReport{Phase: name, Outcome: outcome, Reason: reason, DurationMS: d.Milliseconds()}
+// phaseReports names each phase's outcome and duration, in the order the
+// engine ran them.
+func phaseReports(run *executor.Result, postErr error) []reconcile.PhaseReport {
+	tr := &run.State.Trace
+	report := func(name phase.Name, outcome phase.Outcome, reason string) reconcile.PhaseReport {
+		return reconcile.PhaseReport{Phase: name, Outcome: outcome, Reason: reason, DurationMS: run.Took[name].Milliseconds()}
+	}
+	postReason := ""
+	if postErr != nil {
+		postReason = postErr.Error()
+	}
+	return []reconcile.PhaseReport{
+		report(phase.Params, tr.Params.Outcome, tr.Params.Reason),
+		report(phase.Preconditions, tr.Preconditions.Outcome, tr.Preconditions.Reason),
+		report(phase.Resources, tr.Resources.Outcome, tr.Resources.Reason),
+		report(phase.Post, tr.Post.Outcome, postReason),
+	}
 }
 
 // logRetry notes an attempt after the first, with what it acted on.
 func (a *Adapter) logRetry(ctx context.Context, st *executor.State) {
 	if info := activity.GetInfo(ctx); info.Attempt > 1 {
-		a.Logger.Info().Str("adapter", a.Engine.Name()).Str("kind", st.Ref.Kind).Str("resource_id", st.Ref.ID).
-			Int64("generation", st.Ref.Generation).Str("activity", info.ActivityType.Name).
+		a.Logger.Info().Str("adapter", a.Engine.Name()).Str("kind", st.Event.Kind).Str("resource_id", st.Event.ID).
+			Int64("generation", st.Event.Generation).Str("activity", info.ActivityType.Name).
 			Int32("attempt", info.Attempt).Msg("activity retried")
 	}
 }
@@ -161,9 +155,9 @@ func summarize(st *executor.State, post *executor.PostResult) reconcile.Summary 
 	return s
 }
 
-func eventMap(ev resource.Event) (map[string]any, error) {
+func checkEvent(ev resource.Event) error {
 	if ev.ID == "" || ev.Kind == "" {
-		return nil, errors.New("the reconcile event names no resource (id and kind are required)")
+		return errors.New("the reconcile event names no resource (id and kind are required)")
 	}
 	// The event comes from a workflow's input, which anyone who may start
 	// a workflow writes: its href is what the adapter's calls are built
@@ -174,26 +168,17 @@ func eventMap(ev resource.Event) (map[string]any, error) {
 		ref.ParentID, ref.ParentKind = o.ID, o.Kind
 		owner := resource.Ref{Kind: o.Kind, ID: o.ID, Path: o.Href}
 		if err := owner.Validate(); err != nil {
-			return nil, fmt.Errorf("the reconcile event's owner: %w", err)
+			return fmt.Errorf("the reconcile event's owner: %w", err)
 		}
 	}
 	if err := ref.Validate(); err != nil {
-		return nil, fmt.Errorf("the reconcile event: %w", err)
+		return fmt.Errorf("the reconcile event: %w", err)
 	}
-	raw, err := json.Marshal(ev)
-	if err != nil {
-		return nil, err
-	}
-	v, err := jsonvalue.Decode(raw)
-	if err != nil {
-		return nil, err
-	}
-	event, _ := jsonvalue.NormalizeInPlace(v).(map[string]any)
-	return event, nil
+	return nil
 }
 
 func resourceOf(st *executor.State) string {
-	return st.Ref.Kind + " " + st.Ref.ID
+	return st.Event.Kind + " " + st.Event.ID
 }
 
 // heartbeatingWith runs fn while telling Temporal the activity is alive, so

@@ -213,9 +213,12 @@ func TestInputErrors(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"responses":[{"match":{"method":"GET","urlPattern":"("},"responses":[{}]}]}`), 0o644)
 	noID := filepath.Join(dir, "noid.json")
 	os.WriteFile(noID, []byte(`{"kind":"Cluster"}`), 0o644)
+	textGeneration := filepath.Join(dir, "textgen.json")
+	os.WriteFile(textGeneration, []byte(`{"id":"c1","kind":"Cluster","generation":"2"}`), 0o644)
 	for name, in := range map[string]Inputs{
 		"no event":         {},
 		"event without id": {EventFile: noID},
+		"text generation":  {EventFile: textGeneration},
 		"bad regex":        {EventFile: filepath.Join(examples, "adapter-dryrun", "event.json"), APIResponsesFile: bad},
 		"missing file":     {EventFile: filepath.Join(dir, "nope.json")},
 	} {

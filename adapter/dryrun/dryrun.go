@@ -26,6 +26,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
 	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/phase"
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // Inputs are the three mock files; only the event is required.
@@ -116,8 +117,8 @@ func Run(ctx context.Context, b *taskconfig.Bundle, in Inputs) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	res, runErr := eng.Run(ctx, event)
-	rep := &Report{Adapter: eng.Name(), Event: res.State.Event, Type: eventType, State: res.State, Unmocked: mock.unmocked}
+	res, runErr := eng.RunEvent(ctx, event, nil)
+	rep := &Report{Adapter: eng.Name(), Event: res.State.EventView, Type: eventType, State: res.State, Unmocked: mock.unmocked}
 	if runErr != nil {
 		rep.PostErr = runErr.Error()
 	}
@@ -146,28 +147,31 @@ func dryRunBaseURL(configured string) string {
 	return "http://hyperfleet-api.dry-run"
 }
 
-func loadEvent(path string) (map[string]any, string, error) {
+func loadEvent(path string) (resource.Event, string, error) {
 	if path == "" {
-		return nil, "", fmt.Errorf("--dry-run-event is required: a JSON file with the event ({id, kind, href, generation} or a CloudEvent with them in data)")
+		return resource.Event{}, "", fmt.Errorf("--dry-run-event is required: a JSON file with the event ({id, kind, href, generation} or a CloudEvent with them in data)")
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("read --dry-run-event: %w", err)
+		return resource.Event{}, "", fmt.Errorf("read --dry-run-event: %w", err)
 	}
 	v, err := jsonvalue.Decode(raw)
 	if err != nil {
-		return nil, "", fmt.Errorf("--dry-run-event %s is not valid JSON: %w", path, err)
+		return resource.Event{}, "", fmt.Errorf("--dry-run-event %s is not valid JSON: %w", path, err)
 	}
-	ev, ok := v.(map[string]any)
+	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, "", fmt.Errorf("--dry-run-event %s must hold a JSON object", path)
+		return resource.Event{}, "", fmt.Errorf("--dry-run-event %s must hold a JSON object", path)
 	}
-	typ, _ := ev["type"].(string)
-	data := executor.NormalizeEvent(ev)
-	if _, ok := data["id"]; !ok {
-		return nil, "", fmt.Errorf("--dry-run-event %s: the event has no id (put {id, kind, generation} at the top or under data)", path)
+	typ, _ := m["type"].(string)
+	ev, err := executor.ParseEvent(m)
+	if err != nil {
+		return resource.Event{}, "", fmt.Errorf("--dry-run-event %s: %w", path, err)
 	}
-	return data, typ, nil
+	if ev.ID == "" {
+		return resource.Event{}, "", fmt.Errorf("--dry-run-event %s: the event has no id (put {id, kind, generation} at the top or under data)", path)
+	}
+	return ev, typ, nil
 }
 
 func loadMocks(path string) ([]*MockRoute, error) {

@@ -56,7 +56,7 @@ func (r *Report) writeHeader(p *printer) {
 	st := r.State
 	p.line("Dry-Run Execution Trace")
 	p.line("========================")
-	ev := fmt.Sprintf("Event: id=%v kind=%v generation=%v", st.Event["id"], st.Event["kind"], st.Event["generation"])
+	ev := fmt.Sprintf("Event: id=%v kind=%v generation=%v", st.Event.ID, st.Event.Kind, st.Event.Generation)
 	if r.Type != "" {
 		ev += " type=" + r.Type
 	}
@@ -189,7 +189,7 @@ func (r *Report) writePost(p *printer, verbose bool) {
 		}
 	}
 	for i, a := range tr.Post.Actions {
-		p.step(i, len(tr.Post.Actions), a.Name, a.Outcome)
+		p.step(i, len(tr.Post.Actions), a.Name, string(a.Outcome))
 		p.call(a.Call, verbose)
 		if a.Message != "" {
 			p.line("    %s", a.Message)

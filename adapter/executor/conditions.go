@@ -11,7 +11,7 @@ import (
 // Check evaluates one structured condition. found says whether the field
 // exists at all; comparisons are numeric when both sides are numbers (or
 // numeric text), textual otherwise.
-func Check(operator string, actual any, found bool, value any) (bool, error) {
+func Check(operator taskconfig.Operator, actual any, found bool, value any) (bool, error) {
 	present := found && actual != nil
 	switch operator {
 	case taskconfig.OpExists:
@@ -64,8 +64,9 @@ func Check(operator string, actual any, found bool, value any) (bool, error) {
 			return a < b, nil
 		case taskconfig.OpGreaterThanOrEqual:
 			return a >= b, nil
+		default: // taskconfig.OpLessThanOrEqual, the last of the outer case
+			return a <= b, nil
 		}
-		return a <= b, nil
 	}
 	return false, fmt.Errorf("unknown operator %q", operator)
 }

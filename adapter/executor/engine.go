@@ -1,9 +1,8 @@
 // Package executor runs an adapter task config: params, preconditions,
 // resources and post, exactly as the adapter authoring guide describes, with
 // the adapter.* context the post expressions read. It has no Temporal
-// dependency: dry-run and tests call it directly, and each phase is a
-// function over a JSON-serialisable State so the reconcile workflow can run
-// the phases as separate activities.
+// dependency: the adapter activity, dry-run and tests all run it through
+// RunEvent, which owns the order of the phases.
 package executor
 
 import (
@@ -26,6 +25,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/phase"
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // Options wire an engine to the outside world.
@@ -165,19 +165,50 @@ func (e *Engine) Task() *taskconfig.TaskConfig { return e.task }
 type Result struct {
 	State *State
 	Post  *PostResult
+	// Took is how long each phase ran; params run within preconditions'
+	// time.
+	Took map[phase.Name]time.Duration
 }
 
-// Run executes the four phases for one event.
-func (e *Engine) Run(ctx context.Context, event map[string]any) (*Result, error) {
-	st := e.Prepare(ctx, event)
-	e.ApplyResources(ctx, st)
-	post, err := e.Report(ctx, st)
-	return &Result{State: st, Post: post}, err
+// Run executes the four phases for an event as tools hold it (the bare
+// event or a CloudEvent carrying it in data); one ParseEvent cannot read
+// runs nothing and is the error.
+func (e *Engine) Run(ctx context.Context, raw map[string]any) (*Result, error) {
+	ev, err := ParseEvent(raw)
+	if err != nil {
+		return nil, err
+	}
+	return e.RunEvent(ctx, ev, nil)
 }
 
-// Prepare runs params and preconditions.
-func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
-	st := NewState(NormalizeEvent(event))
+// RunEvent executes the four phases for one event, in their order: params
+// and preconditions, resources, then post, which always runs. onPhase,
+// when set, is told each phase's name as it starts (the activity's
+// heartbeat carries it). The error is the post phase's.
+func (e *Engine) RunEvent(ctx context.Context, ev resource.Event, onPhase func(phase.Name)) (*Result, error) {
+	res := &Result{Took: make(map[phase.Name]time.Duration, 3)}
+	var err error
+	for _, p := range []struct {
+		name phase.Name
+		run  func()
+	}{
+		{phase.Preconditions, func() { res.State = e.prepare(ctx, ev) }},
+		{phase.Resources, func() { e.applyResources(ctx, res.State) }},
+		{phase.Post, func() { res.Post, err = e.report(ctx, res.State) }},
+	} {
+		if onPhase != nil {
+			onPhase(p.name)
+		}
+		start := time.Now()
+		p.run()
+		res.Took[p.name] = time.Since(start)
+	}
+	return res, err
+}
+
+// prepare runs params and preconditions.
+func (e *Engine) prepare(ctx context.Context, ev resource.Event) *State {
+	st := newState(ev)
 	log := e.logFor(st)
 	ctx, span := e.phaseSpan(ctx, phase.Preconditions, st)
 	defer func() { e.endSpan(span, st, st.Trace.Preconditions.Outcome) }()
@@ -197,8 +228,8 @@ func (e *Engine) Prepare(ctx context.Context, event map[string]any) *State {
 	return st
 }
 
-// ApplyResources runs the resources phase.
-func (e *Engine) ApplyResources(ctx context.Context, st *State) {
+// applyResources runs the resources phase.
+func (e *Engine) applyResources(ctx context.Context, st *State) {
 	ctx, span := e.phaseSpan(ctx, phase.Resources, st)
 	defer func() { e.endSpan(span, st, st.Trace.Resources.Outcome) }()
 	start := time.Now()
@@ -206,8 +237,8 @@ func (e *Engine) ApplyResources(ctx context.Context, st *State) {
 	e.observe(phase.Resources, st.Trace.Resources.Outcome, start)
 }
 
-// Report runs the post phase. It always runs.
-func (e *Engine) Report(ctx context.Context, st *State) (*PostResult, error) {
+// report runs the post phase.
+func (e *Engine) report(ctx context.Context, st *State) (*PostResult, error) {
 	ctx, span := e.phaseSpan(ctx, phase.Post, st)
 	start := time.Now()
 	res, err := e.post(ctx, st)
@@ -244,16 +275,7 @@ func (e *Engine) phaseSpan(ctx context.Context, name phase.Name, st *State) (con
 		return ctx, span
 	}
 	attrs := []attribute.KeyValue{tracing.AttrAdapter.String(e.name), tracing.AttrPhase.String(string(name))}
-	if st.Ref.ID != "" {
-		attrs = append(attrs, tracing.AttrResourceID.String(st.Ref.ID))
-	}
-	if st.Ref.Kind != "" {
-		attrs = append(attrs, tracing.AttrKind.String(st.Ref.Kind))
-	}
-	if st.Ref.HasGeneration {
-		attrs = append(attrs, tracing.AttrGeneration.Int64(st.Ref.Generation))
-	}
-	span.SetAttributes(attrs...)
+	span.SetAttributes(append(attrs, tracing.Resource(st.Event.Kind, st.Event.ID, st.Event.Generation)...)...)
 	return ctx, span
 }
 
@@ -268,23 +290,6 @@ func (e *Engine) endSpan(span trace.Span, st *State, outcome phase.Outcome) {
 	span.End()
 }
 
-// eventGeneration reads the generation of an event, decoded from JSON
-// (float64) or built in Go (int64, int).
-func eventGeneration(v any) (int64, bool) {
-	switch g := v.(type) {
-	case int64:
-		return g, true
-	case int:
-		return int64(g), true
-	case float64:
-		return int64(g), true
-	case json.Number:
-		n, err := g.Int64()
-		return n, err == nil
-	}
-	return 0, false
-}
-
 func (e *Engine) observe(name phase.Name, outcome phase.Outcome, start time.Time) {
 	// Metric labels keep their lower-case spelling (dashboards select on it).
 	e.opts.Metrics.Phase(e.name, string(name), strings.ToLower(string(outcome)), time.Since(start))
@@ -292,31 +297,30 @@ func (e *Engine) observe(name phase.Name, outcome phase.Outcome, start time.Time
 
 // logFor returns a logger carrying the resource id, generation and adapter.
 func (e *Engine) logFor(st *State) *zerolog.Logger {
-	l := e.opts.Logger.With().Str("adapter", e.name)
-	if st.Ref.ID != "" {
-		l = l.Str("resource_id", st.Ref.ID)
-	}
-	if st.Ref.Kind != "" {
-		l = l.Str("kind", st.Ref.Kind)
-	}
-	if st.Ref.HasGeneration {
-		l = l.Int64("generation", st.Ref.Generation)
-	}
-	logger := l.Logger()
+	logger := e.opts.Logger.With().Str("adapter", e.name).Str("resource_id", st.Event.ID).
+		Str("kind", st.Event.Kind).Int64("generation", st.Event.Generation).Logger()
 	return &logger
 }
 
-// NormalizeEvent accepts the bare event or a CloudEvent wrapping it in data.
-func NormalizeEvent(event map[string]any) map[string]any {
-	if event == nil {
-		return map[string]any{}
-	}
-	if data, ok := event["data"].(map[string]any); ok {
-		if _, isCloudEvent := event["specversion"]; isCloudEvent {
-			return data
+// ParseEvent reads an event as tools hold it, decoded from JSON or built
+// in Go: the bare event ({id, kind, href, generation[, owner_references]})
+// or a CloudEvent carrying it in data. Fields the event does not define are
+// ignored, as a reconcile never carries them.
+func ParseEvent(raw map[string]any) (resource.Event, error) {
+	var ev resource.Event
+	if data, ok := raw["data"].(map[string]any); ok {
+		if _, isCloudEvent := raw["specversion"]; isCloudEvent {
+			raw = data
 		}
 	}
-	return event
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return ev, fmt.Errorf("the event: %w", err)
+	}
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return ev, fmt.Errorf("the event: %w", err)
+	}
+	return ev, nil
 }
 
 // templateData is what templates see: every variable and adapter.*.

@@ -1,10 +1,12 @@
 package executor
 
-// The engine as a whole: state round trips, operators, events, metrics, concurrency, watches.
+// The engine as a whole: operators, events, metrics, concurrency, watches.
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -16,12 +18,14 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/metrics"
 	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
+	"github.com/hyperfleet/hyperfleet/internal/jsonvalue"
 	"github.com/hyperfleet/hyperfleet/phase"
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 func TestCheckOperators(t *testing.T) {
 	tests := []struct {
-		op     string
+		op     taskconfig.Operator
 		actual any
 		found  bool
 		value  any
@@ -71,14 +75,65 @@ func TestCheckOperators(t *testing.T) {
 	}
 }
 
-func TestNormalizeEvent(t *testing.T) {
-	ce := map[string]any{"specversion": "1.0", "id": "ce-id", "type": "t", "data": map[string]any{"id": "abc", "generation": int64(5)}}
-	if got := NormalizeEvent(ce); got["id"] != "abc" {
-		t.Errorf("CloudEvent data not used: %v", got)
+func TestParseEvent(t *testing.T) {
+	owned := resource.Event{ID: "np1", Kind: "NodePool", Href: "/api/hyperfleet/v1/clusters/c1/nodepools/np1", Generation: 7,
+		OwnerReferences: &resource.OwnerReference{ID: "c1", Kind: "Cluster", Href: "/api/hyperfleet/v1/clusters/c1"}}
+	tests := []struct {
+		name    string
+		raw     map[string]any
+		want    resource.Event
+		wantErr string
+	}{
+		{name: "CloudEvent carrying it in data",
+			raw:  map[string]any{"specversion": "1.0", "id": "ce-id", "type": "t", "data": map[string]any{"id": "abc", "generation": int64(5)}},
+			want: resource.Event{ID: "abc", Generation: 5}},
+		{name: "bare event with a data field of its own",
+			raw:  map[string]any{"id": "abc", "data": map[string]any{"x": 1}},
+			want: resource.Event{ID: "abc"}},
+		{name: "generation decoded from JSON as a float",
+			raw:  map[string]any{"id": "abc", "kind": "Cluster", "generation": 3.0},
+			want: resource.Event{ID: "abc", Kind: "Cluster", Generation: 3}},
+		{name: "owner references",
+			raw: map[string]any{"id": "np1", "kind": "NodePool", "href": owned.Href, "generation": int64(7),
+				"owner_references": map[string]any{"id": "c1", "kind": "Cluster", "href": owned.OwnerReferences.Href}},
+			want: owned},
+		{name: "generation as text", raw: map[string]any{"id": "abc", "generation": "5"}, wantErr: "generation"},
+		{name: "fractional generation", raw: map[string]any{"id": "abc", "generation": 1.5}, wantErr: "generation"},
 	}
-	plain := map[string]any{"id": "abc", "data": map[string]any{"x": 1}}
-	if got := NormalizeEvent(plain); got["id"] != "abc" {
-		t.Errorf("plain event with a data field: %v", got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseEvent(tc.raw)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseEvent = %+v, %v; want an error naming %s", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ParseEvent = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// The view params read (event.*) is the event's JSON form, decoded as the
+// engine decodes any JSON: a field added to resource.Event shows up here.
+func TestEventViewIsTheEventsJSON(t *testing.T) {
+	for _, ev := range []resource.Event{
+		{ID: "c1", Kind: "Cluster", Href: "/api/hyperfleet/v1/clusters/c1", Generation: 3},
+		{ID: "np1", Kind: "NodePool", Generation: 7, OwnerReferences: &resource.OwnerReference{ID: "c9", Kind: "Cluster", Href: "/x"}},
+	} {
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jsonvalue.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eventView(ev); !reflect.DeepEqual(got, want) {
+			t.Errorf("eventView(%+v) = %#v, want its JSON form %#v", ev, got, want)
+		}
 	}
 }
 
@@ -105,6 +160,30 @@ func TestMetricsPerRun(t *testing.T) {
 	if got := metricValue(t, reg, `hyperfleet_adapter_phase_duration_seconds_count{adapter_name="unit",outcome="success",phase="resources"}`); got != 1 {
 		t.Errorf("resources phase observations = %v", got)
 	}
+}
+
+// RunEvent owns the order of the phases: a caller learns each as it starts
+// and how long it took, and runs none of them itself.
+func TestRunEventRunsThePhasesInOrder(t *testing.T) {
+	h := newHarness(t, statusTask)
+	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
+	var started []string
+	res, err := h.engine.RunEvent(context.Background(), event, func(p phase.Name) { started = append(started, string(p)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(started, " "); got != "preconditions resources post" {
+		t.Errorf("phases started: %s", got)
+	}
+	for _, p := range []phase.Name{phase.Preconditions, phase.Resources, phase.Post} {
+		if _, ok := res.Took[p]; !ok {
+			t.Errorf("no duration for %s: %v", p, res.Took)
+		}
+	}
+	if res.State.Trace.Post.Outcome != phase.Success || !res.Post.Reported {
+		t.Errorf("post %s, reported %v: want it reported", res.State.Trace.Post.Outcome, res.Post.Reported)
+	}
+	h.api.lastPut(t)
 }
 
 // metricValue reads one series from a registry in the exposition format.
@@ -144,8 +223,8 @@ func TestConcurrentRunsOfOneEngine(t *testing.T) {
 		id := fmt.Sprintf("c%d", i)
 		wg.Go(func() {
 			for range runs {
-				ev := map[string]any{"id": id, "kind": "Cluster", "href": "/api/hyperfleet/v1/clusters/" + id, "generation": int64(3)}
-				res, err := h.engine.Run(context.Background(), ev)
+				ev := resource.Event{ID: id, Kind: "Cluster", Href: "/api/hyperfleet/v1/clusters/" + id, Generation: 3}
+				res, err := h.engine.RunEvent(context.Background(), ev, nil)
 				if err != nil || res.State.Meta.ExecutionStatus != phase.ExecutionSucceeded {
 					errs <- fmt.Errorf("%s: %v %+v", id, err, res.State.Meta.ExecutionError)
 				}
@@ -178,7 +257,7 @@ func BenchmarkRun(b *testing.B) {
 	h.api.objects["/clusters/c1"] = map[string]any{"id": "c1", "generation": 3, "status": map[string]any{"conditions": []any{}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := h.engine.Run(context.Background(), event); err != nil {
+		if _, err := h.engine.RunEvent(context.Background(), event, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
 	"github.com/hyperfleet/hyperfleet/phase"
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 var clock = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -120,13 +121,13 @@ func newHarness(t testing.TB, task string, opts ...func(*Options)) *harness {
 	return &harness{api: api, cluster: cluster, engine: eng}
 }
 
-func (h *harness) run(t *testing.T, event map[string]any) (*State, *PostResult, error) {
+func (h *harness) run(t *testing.T, ev resource.Event) (*State, *PostResult, error) {
 	t.Helper()
-	res, err := h.engine.Run(context.Background(), event)
+	res, err := h.engine.RunEvent(context.Background(), ev, nil)
 	return res.State, res.Post, err
 }
 
-var event = map[string]any{"id": "c1", "kind": "Cluster", "href": "/api/hyperfleet/v1/clusters/c1", "generation": int64(3)}
+var event = resource.Event{ID: "c1", Kind: "Cluster", Href: "/api/hyperfleet/v1/clusters/c1", Generation: 3}
 
 // statusTask is the guide's landing-zone pattern: a namespace and a config
 // map, deletion ordering and the standard Health and Finalized conditions.
@@ -465,7 +466,7 @@ post:
 		"metadata": map[string]any{"name": "settings", "namespace": "kube-system"}, "data": map[string]any{"mode": "fast"}})
 	h.cluster.Create(context.Background(), "", transport.Object{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "creds", "namespace": "kube-system"}, "data": map[string]any{"password": "aHVudGVyMg=="}})
-	st, post, err := h.run(t, map[string]any{"id": "np1", "kind": "NodePool", "generation": 7.0, "owner_references": map[string]any{"id": "c9", "kind": "Cluster"}})
+	st, post, err := h.run(t, resource.Event{ID: "np1", Kind: "NodePool", Generation: 7, OwnerReferences: &resource.OwnerReference{ID: "c9", Kind: "Cluster"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ func (e *Engine) resolveParam(ctx context.Context, st *State, p *taskconfig.Para
 	head, rest, _ := strings.Cut(s.Path, ".")
 	switch head {
 	case "event":
-		v, found, err := fieldpath.Get(st.Event, rest)
+		v, found, err := fieldpath.Get(st.EventView, rest)
 		return v, found && v != nil, nil, err
 	case "env":
 		v, ok := e.opts.LookupEnv(rest)

@@ -172,8 +172,9 @@ func describeCondition(c taskconfig.Condition, actual any, found bool) string {
 	switch c.Operator {
 	case taskconfig.OpExists, taskconfig.OpNotExists:
 		return fmt.Sprintf("%s %s (it is %s)", c.Field, c.Operator, got)
+	default: // every other operator compares with a value
+		return fmt.Sprintf("%s %s %v (got %s)", c.Field, c.Operator, display(c.Value), got)
 	}
-	return fmt.Sprintf("%s %s %v (got %s)", c.Field, c.Operator, display(c.Value), got)
 }
 
 func display(v any) any {

@@ -107,7 +107,7 @@ func BenchmarkTimeBasedPrecondition(b *testing.B) {
 				map[string]any{"type": "Reconciled", "status": "True", "last_transition_time": clock.Add(-100 * time.Second).Format(time.RFC3339)}}}}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := h.engine.Run(context.Background(), event)
+				res, err := h.engine.RunEvent(context.Background(), event, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -236,7 +236,7 @@ func (e *Engine) notDiscovered(r *taskconfig.Resource, manifest transport.Object
 // for, so the worker's watch can wake the resource's workflow when the
 // object changes.
 func (e *Engine) stamp(st *State, manifest transport.Object) {
-	transport.Stamp(manifest, e.name, st.Ref.Kind, st.Ref.ID)
+	transport.Stamp(manifest, e.name, st.Event.Kind, st.Event.ID)
 }
 
 // deleteResource deletes the discovered object, then rediscovers it: gone

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
 	"github.com/hyperfleet/hyperfleet/adapter/transport/memory"
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // failing wraps the memory transport to make chosen operations fail.
@@ -78,7 +79,7 @@ post:
 		o.Transports = map[string]transport.Transport{"kubernetes": f}
 		o.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	})
-	st, post, _ := h.run(t, nil)
+	st, post, _ := h.run(t, resource.Event{})
 	s := post.Payloads["s"]
 	if s["status"] != "failed" || s["phase"] != "resources" || s["step"] != "bad" || !strings.Contains(s["badErr"].(string), "HTTP 422") {
 		t.Errorf("apply failure payload = %v", s)
@@ -92,9 +93,9 @@ post:
 
 	// Deleting: first fails to delete, the others are still attempted.
 	f.failCreate = ""
-	h.run(t, nil) // create bad and third
+	h.run(t, resource.Event{}) // create bad and third
 	env["DELETING"] = "true"
-	st, post, _ = h.run(t, nil)
+	st, post, _ = h.run(t, resource.Event{})
 	s = post.Payloads["s"]
 	if s["status"] != "failed" || s["step"] != "first" || len(st.Trace.Resources.Steps) != 3 {
 		t.Errorf("delete failure payload = %v, steps %+v", s, st.Trace.Resources.Steps)
@@ -154,12 +155,12 @@ resources:
 		}
 		return strings.Join(out, " ")
 	}
-	st, _, _ := h.run(t, nil)
+	st, _, _ := h.run(t, resource.Event{})
 	if ops(st) != "gated=CREATE_GATED job=CREATE fixed=CREATE" {
 		t.Errorf("run 1: %s", ops(st))
 	}
 	env["GEN"], env["ALLOW"] = "2", "true"
-	st, _, _ = h.run(t, nil)
+	st, _, _ = h.run(t, resource.Event{})
 	if ops(st) != "gated=CREATE job=CREATE fixed=RECREATE" {
 		t.Errorf("run 2: %s", ops(st))
 	}

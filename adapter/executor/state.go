@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hyperfleet/hyperfleet/phase"
+	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // StepError is one failure: where and why.
@@ -36,14 +37,14 @@ func (m *Meta) skip(reason string) {
 	m.SkipReason = reason
 }
 
-// State is everything one run knows, carried from phase to phase. It is
-// plain JSON so the phases can run as separate activities.
+// State is everything one run knows, carried from phase to phase.
 type State struct {
-	// Event is the reconcile request ({id, kind, href, generation,
-	// owner_references}).
-	Event map[string]any `json:"event"`
-	// Ref is the event's kind, id and generation.
-	Ref EventRef `json:"-"`
+	// Event is the reconcile request the run acts on.
+	Event resource.Event `json:"-"`
+	// EventView is the event as params read it (event.id,
+	// event.owner_references.id, ...) and the dry-run trace shows it: its
+	// JSON form, built once when the run starts.
+	EventView map[string]any `json:"event"`
 	// Vars holds params, captures and precondition responses by name.
 	Vars map[string]any `json:"vars"`
 	Meta Meta           `json:"adapter"`
@@ -73,32 +74,25 @@ func (s *State) recheck(at time.Time) {
 	}
 }
 
-// EventRef is what a run acts on, read from its event once: the
-// resource's kind, id and generation (HasGeneration false when the event
-// carries none). Code that needs them reads these, not the event map.
-type EventRef struct {
-	Kind, ID      string
-	Generation    int64
-	HasGeneration bool
-}
-
-func refOf(event map[string]any) EventRef {
-	r := EventRef{}
-	r.Kind, _ = event["kind"].(string)
-	r.ID, _ = event["id"].(string)
-	r.Generation, r.HasGeneration = eventGeneration(event["generation"])
-	return r
-}
-
-// NewState starts a run for an event.
-func NewState(event map[string]any) *State {
+// newState starts a run for an event.
+func newState(ev resource.Event) *State {
 	return &State{
-		Event:     event,
-		Ref:       refOf(event),
+		Event:     ev,
+		EventView: eventView(ev),
 		Vars:      map[string]any{},
 		Meta:      Meta{ExecutionStatus: phase.ExecutionSucceeded},
 		Resources: map[string]any{},
 	}
+}
+
+// eventView is the event's JSON form as the engine decodes any JSON
+// (integers int64), so event.generation reads as the number it is.
+func eventView(ev resource.Event) map[string]any {
+	m := map[string]any{"id": ev.ID, "kind": ev.Kind, "href": ev.Href, "generation": ev.Generation}
+	if o := ev.OwnerReferences; o != nil {
+		m["owner_references"] = map[string]any{"kind": o.Kind, "id": o.ID, "href": o.Href}
+	}
+	return m
 }
 
 // adapterView is adapter.* as CEL and templates see it.

@@ -1,6 +1,9 @@
 package executor
 
-import "github.com/hyperfleet/hyperfleet/phase"
+import (
+	"github.com/hyperfleet/hyperfleet/adapter/taskconfig"
+	"github.com/hyperfleet/hyperfleet/phase"
+)
 
 // Trace is a record of what a run did, phase by phase: the dry-run output
 // (text and JSON), and the detail behind log lines and Temporal results.
@@ -70,11 +73,11 @@ type Captured struct {
 
 // ConditionEval is one structured condition and its result.
 type ConditionEval struct {
-	Field    string `json:"field"`
-	Operator string `json:"operator"`
-	Value    any    `json:"value,omitempty"`
-	Actual   any    `json:"actual"`
-	Result   bool   `json:"result"`
+	Field    string              `json:"field"`
+	Operator taskconfig.Operator `json:"operator"`
+	Value    any                 `json:"value,omitempty"`
+	Actual   any                 `json:"actual"`
+	Result   bool                `json:"result"`
 }
 
 // ExprEval is a CEL check and its result.
@@ -129,17 +132,20 @@ type PayloadStep struct {
 	Error   string         `json:"error,omitempty"`
 }
 
+// ActionOutcome is how one post action ended.
+type ActionOutcome string
+
 // Post action outcomes.
 const (
-	ActionExecuted = "EXECUTED"
-	ActionSkipped  = "SKIPPED"
-	ActionFailed   = "FAILED"
+	ActionExecuted ActionOutcome = "EXECUTED"
+	ActionSkipped  ActionOutcome = "SKIPPED"
+	ActionFailed   ActionOutcome = "FAILED"
 )
 
 // ActionStep is one post action.
 type ActionStep struct {
-	Name    string `json:"name"`
-	Outcome string `json:"outcome"`
-	Call    *Call  `json:"api_call,omitempty"`
-	Message string `json:"message,omitempty"`
+	Name    string        `json:"name"`
+	Outcome ActionOutcome `json:"outcome"`
+	Call    *Call         `json:"api_call,omitempty"`
+	Message string        `json:"message,omitempty"`
 }

@@ -9,6 +9,7 @@ package taskconfig
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,29 +223,47 @@ type Capture struct {
 
 // Condition is one structured check.
 type Condition struct {
-	Field    string `yaml:"field"`
-	Operator string `yaml:"operator"`
-	Value    any    `yaml:"value"`
+	Field    string   `yaml:"field"`
+	Operator Operator `yaml:"operator"`
+	Value    any      `yaml:"value"`
 }
+
+// Operator is how a structured condition compares its field with its value,
+// spelled as task configs write it.
+type Operator string
 
 // The condition operators.
 const (
-	OpEquals             = "equals"
-	OpNotEquals          = "notEquals"
-	OpIn                 = "in"
-	OpNotIn              = "notIn"
-	OpContains           = "contains"
-	OpGreaterThan        = "greaterThan"
-	OpLessThan           = "lessThan"
-	OpExists             = "exists"
-	OpNotExists          = "notExists"
-	OpGreaterThanOrEqual = "greaterThanOrEqual"
-	OpLessThanOrEqual    = "lessThanOrEqual"
+	OpEquals             Operator = "equals"
+	OpNotEquals          Operator = "notEquals"
+	OpIn                 Operator = "in"
+	OpNotIn              Operator = "notIn"
+	OpContains           Operator = "contains"
+	OpGreaterThan        Operator = "greaterThan"
+	OpLessThan           Operator = "lessThan"
+	OpExists             Operator = "exists"
+	OpNotExists          Operator = "notExists"
+	OpGreaterThanOrEqual Operator = "greaterThanOrEqual"
+	OpLessThanOrEqual    Operator = "lessThanOrEqual"
 )
 
 // Operators lists every operator, in the guide's order.
-var Operators = []string{OpEquals, OpNotEquals, OpIn, OpNotIn, OpContains, OpGreaterThan, OpLessThan,
+var Operators = []Operator{OpEquals, OpNotEquals, OpIn, OpNotIn, OpContains, OpGreaterThan, OpLessThan,
 	OpExists, OpNotExists, OpGreaterThanOrEqual, OpLessThanOrEqual}
+
+// Known reports whether the operator is one of Operators.
+func (o Operator) Known() bool {
+	return slices.Contains(Operators, o)
+}
+
+// operatorNames is Operators as text, for messages.
+func operatorNames() []string {
+	names := make([]string, len(Operators))
+	for i, o := range Operators {
+		names[i] = string(o)
+	}
+	return names
+}
 
 // Transport clients.
 const (

@@ -310,13 +310,9 @@ func (v *validator) condition(doc *document, path string, c *Condition, sc scope
 	} else if head := strings.FieldsFunc(c.Field, func(r rune) bool { return r == '.' || r == '[' })[0]; !sc[head] {
 		v.errorf(doc, path+".field", "use a param or a capture defined before this condition", "%q is not a param or capture in scope here%s", head, suggest(head, sc))
 	}
-	known := false
-	for _, op := range Operators {
-		known = known || op == c.Operator
-	}
-	if !known {
-		fix := "use one of " + strings.Join(Operators, ", ")
-		if s := closest(c.Operator, Operators); s != "" {
+	if !c.Operator.Known() {
+		fix := "use one of " + strings.Join(operatorNames(), ", ")
+		if s := closest(string(c.Operator), operatorNames()); s != "" {
 			fix = fmt.Sprintf("did you mean %q?", s)
 		}
 		v.errorf(doc, path+".operator", fix, "invalid operator %q", c.Operator)
