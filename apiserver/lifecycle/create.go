@@ -57,7 +57,7 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 	err = s.inTx(ctx, func(tx store.Tx) error {
 		if parentID != "" {
 			parent, err := tx.LockResource(ctx, k.ParentKind, parentID)
-			if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, parent) {
+			if errors.Is(err, store.ErrNotFound) {
 				return problem.NotFound(k.ParentKind, parentID)
 			}
 			if err != nil {

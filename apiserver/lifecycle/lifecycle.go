@@ -6,8 +6,11 @@
 // aggregation, and writes an outbox row for every generation bump.
 //
 // This file holds the Service and what every operation shares: the
-// transaction that cues the relay, visibility under tenancy, the row locks
-// in parent-before-child order, outbox entries and error mapping.
+// transaction that cues the relay, the row locks in parent-before-child
+// order, outbox entries and error mapping. Tenancy is the store's: its
+// reads and locks see only what the request's caller may (another
+// tenant's resource is missing, never forbidden, so its existence does not
+// leak), so no operation here checks it.
 package lifecycle
 
 import (
@@ -27,7 +30,6 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/conditionrules"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
-	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
@@ -166,19 +168,10 @@ type Ref = resource.Ref
 
 func notFound(ref Ref) *problem.Problem { return problem.NotFound(ref.Kind, ref.ID) }
 
-// visible reports whether the request's caller may see a resource: every
-// caller when tenancy is off and system callers always; a tenant only the
-// resources of its own tenancy. Another tenant's resource is answered as
-// missing, never as forbidden, so its existence does not leak.
-func visible(ctx context.Context, r *resource.Resource) bool {
-	c := tenancy.FromContext(ctx)
-	return c.Key == "" || c.Key == resource.TenancyKey(r.Tenancy)
-}
-
 // lock takes the row lock of the addressed resource.
 func (s *Service) lock(ctx context.Context, tx store.Tx, ref Ref) (*resource.Resource, error) {
 	r, err := tx.LockResource(ctx, ref.Kind, ref.ID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && (!belongs(r, ref) || !visible(ctx, r)) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !belongs(r, ref) {
 		return nil, notFound(ref)
 	}
 	return r, err
@@ -195,7 +188,7 @@ func (s *Service) lockParent(ctx context.Context, tx store.Tx, ref Ref) (*resour
 		return nil, err
 	}
 	p, err := tx.LockResource(ctx, k.ParentKind, ref.ParentID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, p) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, problem.NotFound(k.ParentKind, ref.ParentID)
 	}
 	return p, err

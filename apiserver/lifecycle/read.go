@@ -1,5 +1,5 @@
 // Reads: getting one resource and listing a page of them, searched and
-// ordered, within what the caller's tenancy may see.
+// ordered, within what the caller's tenancy may see (the store's scope).
 
 package lifecycle
 
@@ -12,14 +12,13 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
-	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
 // GetAny returns a resource of any kind by id (GET /resources/{id}).
 func (s *Service) GetAny(ctx context.Context, id string) (*resource.Resource, error) {
 	r, err := s.store.GetResource(ctx, "", id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, r) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, problem.NotFound("Resource", id)
 	}
 	if err != nil {
@@ -46,7 +45,7 @@ func (s *Service) Get(ctx context.Context, ref Ref) (*resource.Resource, error) 
 // get is Get as the other operations need it: the stored resource.
 func (s *Service) get(ctx context.Context, ref Ref) (*resource.Resource, error) {
 	r, err := s.store.GetResource(ctx, ref.Kind, ref.ID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && (!belongs(r, ref) || !visible(ctx, r)) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !belongs(r, ref) {
 		return nil, notFound(ref)
 	}
 	if err != nil {
@@ -130,8 +129,8 @@ func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 		}
 		return store.Page{}, problem.Internal(err)
 	}
-	q := store.ListQuery{Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order, After: p.After, Limit: p.Size,
-		Tenant: tenancy.FromContext(ctx).Key}
+	// The store scopes the list to the caller's tenancy.
+	q := store.ListQuery{Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order, After: p.After, Limit: p.Size}
 	if p.After == nil {
 		q.Offset = (p.Page - 1) * p.Size
 	}

@@ -78,7 +78,7 @@ func (s *Service) resolveReferences(ctx context.Context, tx store.Tx, k resource
 	for i, ref := range refs {
 		kind := targets[ref.RefType]
 		t, err := tx.LockResource(ctx, kind, ref.ID)
-		if errors.Is(err, store.ErrNotFound) || err == nil && !visible(ctx, t) {
+		if errors.Is(err, store.ErrNotFound) {
 			msg := fmt.Sprintf("reference %s points at %s %q, which does not exist", ref.RefType, kind, problem.Truncate(ref.ID, 64))
 			return nil, problem.Validation(problem.FieldError{Field: fmt.Sprintf("references[%d].id", i), Value: problem.Truncate(ref.ID, 64),
 				Constraint: "exists", Message: msg})

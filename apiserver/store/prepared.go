@@ -31,8 +31,12 @@ const (
 		"updated_time = ?, updated_by = ?, deleted_time = ?, deleted_by = ? WHERE id = ?"
 	getResourceSQL       = "SELECT " + resourceColumns + " FROM resources WHERE id = ?"
 	getResourceOfKindSQL = "SELECT " + resourceColumns + " FROM resources WHERE id = ? AND kind = ?"
-	countKindSQL         = "SELECT COALESCE(SUM(n), 0) FROM resource_counts WHERE kind = ?"
-	countAllSQL          = "SELECT COALESCE(SUM(n), 0) FROM resource_counts"
+	// A tenant's reads: another tenancy's row is not returned, so it is
+	// missing as a random id is (scopeOf).
+	getScopedResourceSQL       = getResourceSQL + " AND " + tenantFilter
+	getScopedResourceOfKindSQL = getResourceOfKindSQL + " AND " + tenantFilter
+	countKindSQL               = "SELECT COALESCE(SUM(n), 0) FROM resource_counts WHERE kind = ?"
+	countAllSQL                = "SELECT COALESCE(SUM(n), 0) FROM resource_counts"
 )
 
 // rowScanner is *sql.Row or *sql.Rows.

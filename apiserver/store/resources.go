@@ -21,10 +21,15 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 	var row resourceRow
 	scan := func(sc rowScanner) error { return scanResource(sc, &row) }
 	var err error
-	if kind == "" {
+	switch tenant := scopeOf(ctx); {
+	case kind == "" && tenant == "":
 		err = s.queryRow(ctx, getResourceSQL, scan, id)
-	} else {
+	case kind == "":
+		err = s.queryRow(ctx, getScopedResourceSQL, scan, id, tenant)
+	case tenant == "":
 		err = s.queryRow(ctx, getResourceOfKindSQL, scan, id, kind)
+	default:
+		err = s.queryRow(ctx, getScopedResourceOfKindSQL, scan, id, kind, tenant)
 	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrNotFound
@@ -37,6 +42,10 @@ func (s *gormStore) GetResource(ctx context.Context, kind, id string) (*resource
 }
 
 func (s *gormStore) ListResources(ctx context.Context, q ListQuery) (Page, error) {
+	q, ok := scopedList(ctx, q)
+	if !ok {
+		return Page{Items: []resource.Resource{}}, nil
+	}
 	order := search.WithTieBreak(q.Order)
 	if plan := termPlan(q, order); plan != nil {
 		return s.listByTerms(ctx, q, order, plan)
@@ -299,8 +308,14 @@ func (t *gormTx) LockResource(ctx context.Context, kind, id string) (*resource.R
 	if t.backend == BackendPostgres {
 		db = db.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
+	db = db.Where("id = ? AND kind = ?", id, kind)
+	if tenant := scopeOf(ctx); tenant != "" {
+		// In the WHERE, not checked after: another tenant's row is
+		// neither read nor locked (FOR UPDATE locks only matching rows).
+		db = db.Where(tenantFilter, tenant)
+	}
 	var row resourceRow
-	err := db.Where("id = ? AND kind = ?", id, kind).Take(&row).Error
+	err := db.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNotFound
 	}

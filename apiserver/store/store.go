@@ -5,7 +5,10 @@
 // operators, error codes) are contained here and in package search.
 //
 // The store knows nothing about the contract's rules: package lifecycle runs
-// them inside the transactions this package provides.
+// them inside the transactions this package provides. It does keep tenancy:
+// GetResource, ListResources and LockResource see only the resources of the
+// caller the context carries (tenancy.WithCaller), filtered in SQL, so
+// another tenant's resource is missing exactly as a random id is.
 package store
 
 import (
@@ -41,10 +44,13 @@ type Store interface {
 	// the first requests after a start do not each wait for one.
 	Warm(ctx context.Context) error
 
-	// GetResource reads a resource of a kind, or of any kind when kind is "".
+	// GetResource reads a resource of a kind, or of any kind when kind is
+	// "": ErrNotFound for another tenant's, as for a random id (the
+	// caller's scope, see the package comment).
 	GetResource(ctx context.Context, kind, id string) (*resource.Resource, error)
-	// ListResources reads a page of the resources a query matches, with
-	// their total and the position after the page's last row.
+	// ListResources reads a page of the resources a query matches, within
+	// the caller's scope, with their total and the position after the
+	// page's last row.
 	ListResources(ctx context.Context, q ListQuery) (Page, error)
 	ListStatuses(ctx context.Context, resourceID string, offset, limit int) ([]resource.AdapterStatus, int64, error)
 	// LiveResources pages through every stored resource of a kind by id,
@@ -104,7 +110,8 @@ type ChildRef struct {
 type Tx interface {
 	// LockResource reads a resource and locks its row until the end of the
 	// transaction (SELECT ... FOR UPDATE on PostgreSQL; SQLite transactions
-	// are IMMEDIATE and so already exclusive).
+	// are IMMEDIATE and so already exclusive). Another tenant's row is
+	// ErrNotFound and stays unlocked, as a random id (the caller's scope).
 	LockResource(ctx context.Context, kind, id string) (*resource.Resource, error)
 	// CreateResource inserts a resource; ErrNameConflict when the name is
 	// taken among its siblings.
@@ -155,7 +162,9 @@ type ListQuery struct {
 	Offset int
 	Limit  int
 	// Tenant, when set, lists only the resources of this tenancy (its
-	// canonical form): a tenant's list. "" lists every tenancy's.
+	// canonical form). A tenant caller's scope sets it (and a query for
+	// another tenancy than the caller's matches nothing); "" with no
+	// tenant caller lists every tenancy's.
 	Tenant string
 }
 
