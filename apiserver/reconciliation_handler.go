@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/reconciliation"
+	"github.com/hyperfleet/hyperfleet/apiserver/reconciliation/guard"
 	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
 )
 
@@ -19,9 +21,9 @@ import (
 // besides the database: the workflow engine, and the relay's rate of
 // rounds started (for when a waiting change will be handed over).
 type ReconciliationSource struct {
-	Reader interface {
-		Read(ctx context.Context, kind, id string) (reconciliation.Workflow, error)
-	}
+	// Reader is the engine, behind a reconciliation.SharedReader in
+	// production so callers of this endpoint cannot slow reconciling.
+	Reader           reconciliation.Reader
 	StartedPerSecond func() float64
 	// UIURL is the Temporal Web UI's base URL and Namespace the
 	// workflows' namespace, for system callers' links ("" UIURL: none).
@@ -62,8 +64,7 @@ func (s *Server) reconciliationOf(ref refFunc) func(c *gin.Context) error {
 		}
 		wf, err := src.Reader.Read(ctx, r.Kind, r.ID)
 		if err != nil {
-			return problem.New(http.StatusServiceUnavailable, problem.CodeWorkflowEngine,
-				"the workflow engine did not answer in time, so the reconciliation cannot be read now; every other route works (see Retry-After)").WithCause(err)
+			return readProblem(ctx, err)
 		}
 		rep := reconciliation.Build(r, wf, q, s.svc.Registered(r.Kind), s.svc.Optional(r.Kind))
 		if wf.Found && s.systemCaller(ctx) {
@@ -75,6 +76,22 @@ func (s *Server) reconciliationOf(ref refFunc) func(c *gin.Context) error {
 		c.JSON(http.StatusOK, rep)
 		return nil
 	}
+}
+
+// readProblem is the 503 of a failed read of the workflow engine: this
+// replica's budget of reads used up (retry in a second), the caller gone
+// or out of time, or the engine not answering.
+func readProblem(ctx context.Context, err error) *problem.Problem {
+	switch {
+	case errors.Is(err, guard.ErrBusy):
+		return problem.New(http.StatusServiceUnavailable, problem.CodeReadBudget,
+			"this API replica's budget of reads of the workflow engine a second is used up for now, so the reconciliation cannot be read; retry after Retry-After (every other route works)").
+			WithCause(err).WithRetryAfter(time.Second)
+	case ctx.Err() != nil:
+		return problem.New(http.StatusServiceUnavailable, problem.CodeRequestTimeout, "the request was cancelled or timed out").WithCause(err)
+	}
+	return problem.New(http.StatusServiceUnavailable, problem.CodeWorkflowEngine,
+		"the workflow engine did not answer in time, so the reconciliation cannot be read now; every other route works (see Retry-After)").WithCause(err)
 }
 
 // systemCaller reports whether the request's caller is a system caller:

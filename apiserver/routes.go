@@ -159,7 +159,7 @@ func (s *Server) fail(c *gin.Context, err error) {
 	out.Timestamp = time.Now().UTC()
 	log := s.requestLog(c)
 	switch {
-	case p.Code == problem.CodeUnavailable || p.Code == problem.CodeStorageFull:
+	case p.Code == problem.CodeUnavailable || p.Code == problem.CodeStorageFull || p.Code == problem.CodeReadBudget:
 		// An outage answers every request this way: the readiness probe
 		// and the database's own logs carry it, one warning per request
 		// is enough here.
@@ -170,7 +170,7 @@ func (s *Server) fail(c *gin.Context, err error) {
 		log.Debug().Str("code", string(p.Code)).Int("status", p.Status).Msg(p.Detail)
 	}
 	if p.Status == http.StatusServiceUnavailable {
-		c.Header("Retry-After", "5")
+		c.Header("Retry-After", p.RetryAfter(5*time.Second))
 	}
 	if c.Request.ContentLength != 0 && !c.GetBool(bodyReadKey) {
 		// Refused before its body was read (no token, a bad path): Go's

@@ -23,6 +23,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/admission"
 	"github.com/hyperfleet/hyperfleet/apiserver/reconciliation"
+	"github.com/hyperfleet/hyperfleet/apiserver/reconciliation/guard"
 	"github.com/hyperfleet/hyperfleet/apiserver/relay"
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/worker/wake"
@@ -40,6 +41,9 @@ type Config struct {
 	// TemporalUIURL is the Temporal Web UI's base URL: a system caller's
 	// reconciliation links the resource's workflow page ("": no link).
 	TemporalUIURL string
+	// ReconciliationReadsPerSecond bounds the API's reads of Temporal
+	// for GET <resource>/reconciliation (0: guard.DefaultPerSecond).
+	ReconciliationReadsPerSecond float64
 	// Reconcile tunes the workflows the relay starts.
 	Reconcile reconcile.Options
 	// RelaySweep is the relay's safety-net interval (0: its default).
@@ -85,6 +89,11 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Temporal == nil {
 		return nil, errors.New("assembly: no Temporal client")
 	}
+	reads, err := reconciliation.NewSharedReader(&reconciliation.TemporalReader{Client: cfg.Temporal},
+		guard.Config{PerSecond: cfg.ReconciliationReadsPerSecond})
+	if err != nil {
+		return nil, fmt.Errorf("assembly: reconciliation reads: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.API.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.API.Server.Listen, err)
@@ -126,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	app.Service.OnOutbox(s.Relay.Nudge)
 	app.Service.ShowAdmission()
 	app.Server.SetReconciliationSource(&apiserver.ReconciliationSource{
-		Reader:           &reconciliation.TemporalReader{Client: cfg.Temporal},
+		Reader:           reads,
 		StartedPerSecond: func() float64 { return s.Relay.Admission().StartedPerSecond },
 		UIURL:            cfg.TemporalUIURL, Namespace: cfg.Namespace,
 	})

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,6 +54,7 @@ const (
 	CodeRequestTimeout   Code = "HYPERFLEET-SVC-002" // the request did not finish in time
 	CodeStorageFull      Code = "HYPERFLEET-SVC-003" // the database has no space left for the write
 	CodeWorkflowEngine   Code = "HYPERFLEET-SVC-004" // the workflow engine (Temporal) did not answer a read of a reconciliation
+	CodeReadBudget       Code = "HYPERFLEET-SVC-005" // this replica's reads of reconciliations a second are used up for now
 )
 
 // FieldError names one invalid input: where it is, what was sent, which rule
@@ -76,6 +78,8 @@ type Problem struct {
 	Errors    []FieldError `json:"errors,omitempty"`
 
 	cause error
+	// retryAfter is the wait a 503 tells the client (0: the router's).
+	retryAfter time.Duration
 }
 
 func (p *Problem) Error() string {
@@ -122,6 +126,23 @@ func (p *Problem) WithErrors(errs ...FieldError) *Problem {
 func (p *Problem) WithCause(err error) *Problem {
 	p.cause = err
 	return p
+}
+
+// WithRetryAfter sets the wait a 503 names in its Retry-After header,
+// for a refusal that clears sooner than an outage.
+func (p *Problem) WithRetryAfter(d time.Duration) *Problem {
+	p.retryAfter = d
+	return p
+}
+
+// RetryAfter is the Retry-After value in seconds: the wait set with
+// WithRetryAfter (rounded up, at least 1), else def's.
+func (p *Problem) RetryAfter(def time.Duration) string {
+	d := p.retryAfter
+	if d <= 0 {
+		d = def
+	}
+	return strconv.FormatInt(max(1, int64((d+time.Second-1)/time.Second)), 10)
 }
 
 // Validation is the 400 for invalid body fields.

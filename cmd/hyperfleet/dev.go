@@ -194,7 +194,7 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			Optional:   adapters.optional,
 			Logger:     log,
 		},
-		Temporal: tc, Namespace: srv.Namespace(), TemporalUIURL: uiURL,
+		Temporal: tc, Namespace: srv.Namespace(), TemporalUIURL: uiURL, ReconciliationReadsPerSecond: f.reconcile.reconciliationReads,
 		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, NoAdmission: !f.reconcile.admission, AdmissionHandoffTarget: f.reconcile.handoffTarget,
 		Adapters: adapters.files,
 		AdapterDeps: worker.AdapterDeps{Kube: kubeFn, Maestro: f.maestroSet,

@@ -213,7 +213,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer tc.Close()
 	s, err := assembly.Start(ctx, assembly.Config{
-		API: opts, Temporal: tc, Namespace: f.temporal.cfg.Namespace, TemporalUIURL: f.temporalUIURL, NoWorkers: true,
+		API: opts, Temporal: tc, Namespace: f.temporal.cfg.Namespace, TemporalUIURL: f.temporalUIURL, NoWorkers: true, ReconciliationReadsPerSecond: f.reconcile.reconciliationReads,
 		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, NoAdmission: !f.reconcile.admission, AdmissionHandoffTarget: f.reconcile.handoffTarget, Logger: log,
 	})
 	if err != nil {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/hyperfleet/hyperfleet/apiserver/reconciliation/guard"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -37,6 +39,9 @@ type reconcileFlags struct {
 	// hidden setting for measurements (the default is derived from
 	// Temporal's own one-second deadline).
 	handoffTarget time.Duration
+	// reconciliationReads bounds the API's reads of Temporal a second
+	// for GET <resource>/reconciliation.
+	reconciliationReads float64
 }
 
 func (r *reconcileFlags) add(fs *pflag.FlagSet) {
@@ -51,6 +56,7 @@ func (r *reconcileFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.handoffTarget, "relay-admission-handoff-target", 0, "admission control's hand-off latency target (0: the default, 250ms)")
 	_ = fs.MarkHidden("relay-admission-handoff-target")
 	fs.BoolVar(&r.admission, "relay-admission", true, "admission control: hand changes to Temporal only as fast as it keeps up, keeping the rest in the outbox (off: every change at once, which a large burst turns into lost dispatches; for measurements)")
+	fs.Float64Var(&r.reconciliationReads, "reconciliation-reads-per-second", guard.DefaultPerSecond, "most reads of Temporal a second this API replica makes for GET <resource>/reconciliation (callers of one resource within a second share one); a read beyond waits up to 1s, then answers 503 with Retry-After: 1")
 	fs.Float64Var(&r.resyncRate, "relay-resync-rate", 200, "signals per second when a changed adapter registration or reconcile setting is handed to every workflow at start-up")
 }
 
@@ -81,6 +87,10 @@ func (r *reconcileFlags) validate() error {
 	}
 	if r.handoff < 0 {
 		return fmt.Errorf("--relay-handoff-rate %g: must not be negative; 0 means no limit", r.handoff)
+	}
+	if !(r.reconciliationReads > 0) || math.IsInf(r.reconciliationReads, 1) { // NaN is not > 0
+		return fmt.Errorf("--reconciliation-reads-per-second (%s) %g: must be positive, such as the default %d; the endpoint's reads of Temporal are always bounded, so that its callers cannot slow reconciling",
+			envName("reconciliation-reads-per-second"), r.reconciliationReads, guard.DefaultPerSecond)
 	}
 	if r.resyncRate < 0 {
 		return fmt.Errorf("--relay-resync-rate %g: must not be negative; 0 means the default, 200", r.resyncRate)

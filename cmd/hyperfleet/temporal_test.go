@@ -25,8 +25,12 @@ func TestBadReconcileSettingsAreRefused(t *testing.T) {
 		{args: []string{"--stability-jitter=0.9"}, want: "at most 0.5"},
 		{args: []string{"--relay-handoff-rate=-3"}, want: "--relay-handoff-rate -3: must not be negative"},
 		{args: []string{"--relay-resync-rate=-1"}, want: "--relay-resync-rate -1"},
-		// Accepted: explicit defaults, "no jitter", a disabled sweep.
-		{args: []string{"--watched-stability-window=0", "--stability-jitter=-1", "--relay-sweep=-1s"}},
+		{args: []string{"--reconciliation-reads-per-second=0"}, want: "--reconciliation-reads-per-second (HYPERFLEET_RECONCILIATION_READS_PER_SECOND) 0: must be positive"},
+		{env: map[string]string{"HYPERFLEET_RECONCILIATION_READS_PER_SECOND": "-2"}, want: "--reconciliation-reads-per-second (HYPERFLEET_RECONCILIATION_READS_PER_SECOND) -2: must be positive"},
+		{args: []string{"--reconciliation-reads-per-second=NaN"}, want: "--reconciliation-reads-per-second"},
+		// Accepted: explicit defaults, "no jitter", a disabled sweep, a
+		// fraction of a read a second.
+		{args: []string{"--watched-stability-window=0", "--stability-jitter=-1", "--relay-sweep=-1s", "--reconciliation-reads-per-second=0.5"}},
 	}
 	for _, command := range []string{"serve", "dev"} {
 		for _, tc := range tests {
