@@ -210,7 +210,11 @@ func TestFieldsProjectResources(t *testing.T) {
 		if !bytes.Contains(cut.body, []byte(want)) {
 			t.Errorf("projected cluster %s, want it to hold %s", cut.body, want)
 		}
-		if !bytes.HasPrefix(full, cut.body[:bytes.Index(cut.body, []byte(`,"spec"`))]) {
+		head, _, found := bytes.Cut(cut.body, []byte(`,"spec"`))
+		if !found {
+			t.Fatalf("projected cluster %s has no spec", cut.body)
+		}
+		if !bytes.HasPrefix(full, head) {
 			t.Errorf("kind, id and href differ from the full document:\n%s\n%s", cut.body, full)
 		}
 
