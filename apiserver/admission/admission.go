@@ -12,11 +12,15 @@
 // Temporal queues the excess for us before that point.
 //
 // What "in flight" means: a resource whose change was handed to Temporal
-// and whose reconcile has not yet produced its first adapter report at
-// that generation. That span covers the work Temporal must do at once
-// for a change (start or signal the workflow, dispatch its workflow task
-// and adapter runs); what follows (a Job running, a backoff) loads it
-// little. It is counted in the database, so every API replica sees the
+// and whose reconcile has not yet finished its first pass at that
+// generation: not every adapter its kind registers has reported at it.
+// That span covers the work Temporal must do at once for a change (start
+// or signal the workflow, dispatch its workflow task and every adapter's
+// first run, which start together); what follows (a Job running, a
+// backoff) loads it little. Ending it at the first report instead let
+// the other adapters' runs of a round pile up in matching once their
+// round no longer counted: with adapters in a worker of their own, one
+// run in 5,000 was dropped there. It is counted in the database, so every API replica sees the
 // same window.
 //
 // How the window moves, once a second (Tick), like TCP's congestion
@@ -30,7 +34,7 @@
 //     HandoffTarget (a quarter of the one second above: each hand-off is a
 //     history write, so its latency is the history service's);
 //   - rounds started slower than before: the interval's median latency
-//     from hand-off to first report exceeded twice the lowest median of
+//     from hand-off to the end of the first pass exceeded twice the lowest median of
 //     the last two minutes plus two seconds.
 //
 // Nothing here needs tuning for the machine: the targets are Temporal's
@@ -145,7 +149,7 @@ func (c *Controller) Handoff(took time.Duration, refused bool) {
 }
 
 // Started records rounds that started: the time from each one's hand-off
-// to its first adapter report.
+// to the end of its first pass (every registered adapter reported).
 func (c *Controller) Started(latencies ...time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -6,6 +6,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
 	"github.com/hyperfleet/hyperfleet/apiserver/statusreport"
@@ -65,11 +66,13 @@ func (s *Service) ReportStatus(ctx context.Context, ref Ref, report *resource.St
 			return err
 		}
 		res.Status = &st
-		// An adapter's first report at a newer generation is the round
-		// at that generation starting: the relay's admission control
-		// stops counting it as in flight. Only adapters the kind declares
-		// count, so no other caller can release one.
-		if s.isDeclared(r.Kind, report.Adapter) && (existing == nil || existing.ObservedGeneration < st.ObservedGeneration) {
+		// The round at a generation has started once every adapter the
+		// kind registers has reported at it: its first pass, the
+		// dispatches Temporal makes at once for a change, is over, and
+		// the relay's admission control stops counting it as in flight.
+		// Only declared adapters count, so no other caller can release one.
+		if s.isDeclared(r.Kind, report.Adapter) && (existing == nil || existing.ObservedGeneration < st.ObservedGeneration) &&
+			firstPassDone(s.registered[r.Kind], st, statuses) {
 			if err := tx.StartRound(ctx, r.ID, st.ObservedGeneration, now); err != nil {
 				return err
 			}
@@ -128,6 +131,23 @@ func (s *Service) isRegistered(kind, adapter string) bool {
 		}
 	}
 	return false
+}
+
+// firstPassDone reports whether, with report in place of its adapter's
+// earlier status, every registered adapter has reported at the report's
+// generation. A kind that registers none (optional adapters only) is
+// done at its first declared report.
+func firstPassDone(registered []string, report resource.AdapterStatus, statuses []resource.AdapterStatus) bool {
+	for _, a := range registered {
+		if a == report.Adapter {
+			continue
+		}
+		i := slices.IndexFunc(statuses, func(st resource.AdapterStatus) bool { return st.Adapter == a })
+		if i < 0 || statuses[i].ObservedGeneration < report.ObservedGeneration {
+			return false
+		}
+	}
+	return true
 }
 
 // registeredStatuses keeps the reports of the kind's registered adapters.

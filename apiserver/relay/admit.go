@@ -53,7 +53,7 @@ func newAdmitter(st store.Store, cfg admission.Config, reg prometheus.Registerer
 		window: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hyperfleet_admission_window",
 			Help: "Reconcile rounds the relay lets be in flight at once across the fleet (admission control; docs/operator-guide.md)."}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hyperfleet_admission_in_flight",
-			Help: "Reconcile rounds handed to Temporal whose first adapter report has not arrived yet."}),
+			Help: "Reconcile rounds handed to Temporal whose first pass has not ended: not every adapter of the kind has reported at the generation yet."}),
 		rate: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hyperfleet_admission_started_per_second",
 			Help: "Reconcile rounds started a second, over about the last ten seconds."}),
 		drain: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hyperfleet_outbox_drain_seconds",
@@ -118,7 +118,8 @@ func (a *admitter) admitted(ctx context.Context, delivered []Delivery) error {
 }
 
 // admits reports whether a hand-off for reason is counted in flight: a
-// new generation, whose first adapter report ends it. Other reasons
+// new generation, whose first pass (every registered adapter reported at
+// it) ends it. Other reasons
 // (a parent that became Reconciled, a removal) ask a workflow for rounds
 // at a generation its adapters may have reported already, so no report
 // would end them.
