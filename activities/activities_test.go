@@ -300,7 +300,7 @@ func TestSettled(t *testing.T) {
 	rep := func(adapter string, gen int64, conds ...string) resource.AdapterStatus {
 		r := resource.AdapterStatus{Adapter: adapter, ObservedGeneration: gen}
 		for i := 0; i+1 < len(conds); i += 2 {
-			r.Conditions = append(r.Conditions, resource.AdapterCondition{Type: conds[i], Status: conds[i+1]})
+			r.Conditions = append(r.Conditions, resource.AdapterCondition{Type: conds[i], Status: resource.ConditionStatus(conds[i+1])})
 		}
 		return r
 	}
@@ -329,7 +329,7 @@ func TestSettled(t *testing.T) {
 
 func TestStateOf(t *testing.T) {
 	now := time.Now()
-	cond := func(status string, observed int64) []resource.Condition {
+	cond := func(status resource.ConditionStatus, observed int64) []resource.Condition {
 		return []resource.Condition{{Type: resource.ConditionReady, Status: status, Reason: "R", ObservedGeneration: observed}}
 	}
 	cases := []struct {

@@ -112,7 +112,7 @@ func appendConditions(b []byte, conds []Condition) ([]byte, error) {
 		b = append(b, `{"type":`...)
 		b = appendString(b, c.Type)
 		b = append(b, `,"status":`...)
-		b = appendString(b, c.Status)
+		b = appendString(b, string(c.Status))
 		if c.Reason != "" {
 			b = append(b, `,"reason":`...)
 			b = appendString(b, c.Reason)

@@ -18,13 +18,26 @@ const (
 // BasePath is the prefix of every versioned API route.
 const BasePath = "/api/hyperfleet/v1"
 
-// Condition status values. Adapter reports may use all three; aggregated
-// resource conditions are only ever True or False.
+// ConditionStatus is a condition's status. Adapter reports may use all
+// three values; aggregated resource conditions are only ever True or
+// False. A named type, so a switch over it is checked for every value.
+type ConditionStatus string
+
+// Condition status values.
 const (
-	StatusTrue    = "True"
-	StatusFalse   = "False"
-	StatusUnknown = "Unknown"
+	StatusTrue    ConditionStatus = "True"
+	StatusFalse   ConditionStatus = "False"
+	StatusUnknown ConditionStatus = "Unknown"
 )
+
+// Valid reports whether s is one of the three condition statuses.
+func (s ConditionStatus) Valid() bool {
+	switch s {
+	case StatusTrue, StatusFalse, StatusUnknown:
+		return true
+	}
+	return false
+}
 
 // Condition types with a meaning fixed by the contract.
 const (
@@ -39,14 +52,14 @@ const (
 
 // Condition is an aggregated, API-managed condition of a Cluster or NodePool.
 type Condition struct {
-	Type               string    `json:"type"`
-	Status             string    `json:"status"`
-	Reason             string    `json:"reason,omitempty"`
-	Message            string    `json:"message,omitempty"`
-	ObservedGeneration int64     `json:"observed_generation"`
-	CreatedTime        time.Time `json:"created_time"`
-	LastUpdatedTime    time.Time `json:"last_updated_time"`
-	LastTransitionTime time.Time `json:"last_transition_time"`
+	Type               string          `json:"type"`
+	Status             ConditionStatus `json:"status"`
+	Reason             string          `json:"reason,omitempty"`
+	Message            string          `json:"message,omitempty"`
+	ObservedGeneration int64           `json:"observed_generation"`
+	CreatedTime        time.Time       `json:"created_time"`
+	LastUpdatedTime    time.Time       `json:"last_updated_time"`
+	LastTransitionTime time.Time       `json:"last_transition_time"`
 }
 
 // OwnerReference points a NodePool at its Cluster.

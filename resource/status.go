@@ -7,11 +7,11 @@ import (
 
 // AdapterCondition is one condition inside an adapter's status report.
 type AdapterCondition struct {
-	Type               string    `json:"type"`
-	Status             string    `json:"status"`
-	Reason             string    `json:"reason,omitempty"`
-	Message            string    `json:"message,omitempty"`
-	LastTransitionTime time.Time `json:"last_transition_time"`
+	Type               string          `json:"type"`
+	Status             ConditionStatus `json:"status"`
+	Reason             string          `json:"reason,omitempty"`
+	Message            string          `json:"message,omitempty"`
+	LastTransitionTime time.Time       `json:"last_transition_time"`
 }
 
 // AdapterStatus is the stored latest report of one adapter for one resource.
@@ -28,7 +28,7 @@ type AdapterStatus struct {
 
 // ConditionStatus returns the status of the named condition, or "" when the
 // report does not carry it.
-func (s *AdapterStatus) ConditionStatus(conditionType string) string {
+func (s *AdapterStatus) ConditionStatus(conditionType string) ConditionStatus {
 	for _, c := range s.Conditions {
 		if c.Type == conditionType {
 			return c.Status
@@ -40,10 +40,10 @@ func (s *AdapterStatus) ConditionStatus(conditionType string) string {
 // ReportCondition is a condition as an adapter sends it (no timestamps: the
 // API manages them).
 type ReportCondition struct {
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	Type    string          `json:"type"`
+	Status  ConditionStatus `json:"status"`
+	Reason  string          `json:"reason,omitempty"`
+	Message string          `json:"message,omitempty"`
 }
 
 // StatusReport is the body of PUT .../statuses (AdapterStatusCreateRequest).

@@ -58,7 +58,7 @@ type Input struct {
 // RuleOutcome is the result of one condition rule.
 type RuleOutcome struct {
 	Type    string
-	Status  string
+	Status  resource.ConditionStatus
 	Reason  string
 	Message string
 }
@@ -140,6 +140,10 @@ func eligibleReports(registered []string, statuses []resource.AdapterStatus) map
 		switch st.ConditionStatus(resource.ConditionAvailable) {
 		case resource.StatusTrue, resource.StatusFalse:
 			out[st.Adapter] = st
+		case resource.StatusUnknown:
+			// in progress: not a report that counts
+		default:
+			// no Available condition: neither
 		}
 	}
 	return out

@@ -16,22 +16,22 @@ var (
 
 // report builds a stored adapter status; extra pairs add conditions
 // ("Finalized", "True").
-func report(adapter string, gen int64, available string, extra ...string) resource.AdapterStatus {
+func report(adapter string, gen int64, available resource.ConditionStatus, extra ...string) resource.AdapterStatus {
 	st := resource.AdapterStatus{
 		Adapter: adapter, ObservedGeneration: gen, LastReportTime: t1,
 		Conditions: []resource.AdapterCondition{
-			{Type: "Available", Status: available, Reason: "R" + available},
+			{Type: "Available", Status: available, Reason: "R" + string(available)},
 			{Type: "Applied", Status: "True"},
 			{Type: "Health", Status: "True"},
 		},
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
-		st.Conditions = append(st.Conditions, resource.AdapterCondition{Type: extra[i], Status: extra[i+1]})
+		st.Conditions = append(st.Conditions, resource.AdapterCondition{Type: extra[i], Status: resource.ConditionStatus(extra[i+1])})
 	}
 	return st
 }
 
-func prevAvailable(status string, gen int64, reason string) []resource.Condition {
+func prevAvailable(status resource.ConditionStatus, gen int64, reason string) []resource.Condition {
 	return []resource.Condition{{
 		Type: "Available", Status: status, ObservedGeneration: gen, Reason: reason,
 		Message: "previous", CreatedTime: t0, LastTransitionTime: t0, LastUpdatedTime: t0,
@@ -39,7 +39,7 @@ func prevAvailable(status string, gen int64, reason string) []resource.Condition
 }
 
 type want struct {
-	status string
+	status resource.ConditionStatus
 	reason string
 	gen    int64
 }
@@ -329,7 +329,7 @@ func TestRuleOutcomesBecomeConditions(t *testing.T) {
 // time, again after it was not, or at a newer generation), not each time
 // a report re-reads the same Reconciled generation.
 func TestBecameReconciled(t *testing.T) {
-	rec := func(status string, gen int64) []resource.Condition {
+	rec := func(status resource.ConditionStatus, gen int64) []resource.Condition {
 		return []resource.Condition{{Type: resource.ConditionReady, Status: status, ObservedGeneration: gen},
 			{Type: resource.ConditionReconciled, Status: status, ObservedGeneration: gen}}
 	}

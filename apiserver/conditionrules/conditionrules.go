@@ -158,7 +158,7 @@ func statusValues(statuses []resource.AdapterStatus) []any {
 	for _, st := range statuses {
 		conds := make([]any, 0, len(st.Conditions))
 		for _, c := range st.Conditions {
-			conds = append(conds, map[string]any{"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message})
+			conds = append(conds, map[string]any{"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message})
 		}
 		out = append(out, map[string]any{
 			"adapter": st.Adapter, "observed_generation": st.ObservedGeneration, "conditions": conds,

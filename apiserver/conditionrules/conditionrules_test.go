@@ -40,7 +40,7 @@ func TestEvaluate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range outcomes {
-		got[o.Type] = o.Status + "/" + o.Reason
+		got[o.Type] = string(o.Status) + "/" + o.Reason
 		if o.Message == "" {
 			t.Errorf("%s has no message", o.Type)
 		}

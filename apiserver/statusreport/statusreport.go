@@ -92,9 +92,7 @@ func Validate(r *resource.StatusReport, now time.Time) []problem.FieldError {
 			add(field+".type", c.Type, "unique", fmt.Sprintf("condition type %q appears more than once", c.Type))
 		}
 		seen[c.Type] = true
-		switch c.Status {
-		case resource.StatusTrue, resource.StatusFalse, resource.StatusUnknown:
-		default:
+		if !c.Status.Valid() {
 			add(field+".status", c.Status, "enum=True,False,Unknown", "status must be one of True, False, Unknown")
 		}
 	}
@@ -179,7 +177,7 @@ func Decide(r *resource.StatusReport, resourceGeneration int64, existing *resour
 	return Upsert, ""
 }
 
-func availableStatus(r *resource.StatusReport) string {
+func availableStatus(r *resource.StatusReport) resource.ConditionStatus {
 	for _, c := range r.Conditions {
 		if c.Type == resource.ConditionAvailable {
 			return c.Status

@@ -70,7 +70,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func withAvailable(status string, gen int64) *resource.StatusReport {
+func withAvailable(status resource.ConditionStatus, gen int64) *resource.StatusReport {
 	r := valid()
 	r.ObservedGeneration = gen
 	r.Conditions[0].Status = status

@@ -50,7 +50,7 @@ func indexFixtureBy(t *testing.T, s store.Store, n int, create func(*testing.T, 
 		if i%2 == 0 {
 			c.Labels["cost-center"] = "eng"
 		}
-		c.Status.Conditions[0].Status = []string{"True", "False"}[i%2]
+		c.Status.Conditions[0].Status = []resource.ConditionStatus{resource.StatusTrue, resource.StatusFalse}[i%2]
 		spec := map[string]any{
 			"platform": map[string]any{"type": []string{"gcp", "aws"}[i%2]},
 			"nodes":    i % 7, "enabled": i%3 == 0,
@@ -158,7 +158,7 @@ func TestIndexedSearchMatchesExact(t *testing.T) {
 				}
 				switch i % 3 {
 				case 0:
-					r.Status.Conditions[0].Status = map[string]string{"True": "False", "False": "True"}[r.Status.Conditions[0].Status]
+					r.Status.Conditions[0].Status = map[resource.ConditionStatus]resource.ConditionStatus{resource.StatusTrue: resource.StatusFalse, resource.StatusFalse: resource.StatusTrue}[r.Status.Conditions[0].Status]
 				case 1:
 					r.Status.Conditions = append(r.Status.Conditions, resource.Condition{Type: "Healthy", Status: "True", CreatedTime: now, LastUpdatedTime: now, LastTransitionTime: now})
 				default:
@@ -542,7 +542,7 @@ func termCountsFollowEveryChange(t *testing.T, s store.Store) {
 			err := s.InTx(ctx, func(tx store.Tx) error {
 				for _, c := range []struct {
 					i      int
-					status string
+					status resource.ConditionStatus
 				}{{2, "False"}, {13, "True"}} { // shard 2 leaves Ready, shard 3 joins
 					r, err := tx.LockResource(ctx, resource.KindCluster, id(c.i))
 					if err != nil {

@@ -111,12 +111,12 @@ func (s *scanner) word() (string, bool) {
 		return "", false
 	}
 	switch string(v) {
-	case resource.StatusTrue:
-		return resource.StatusTrue, true
-	case resource.StatusFalse:
-		return resource.StatusFalse, true
-	case resource.StatusUnknown:
-		return resource.StatusUnknown, true
+	case string(resource.StatusTrue):
+		return string(resource.StatusTrue), true
+	case string(resource.StatusFalse):
+		return string(resource.StatusFalse), true
+	case string(resource.StatusUnknown):
+		return string(resource.StatusUnknown), true
 	case resource.ConditionReady:
 		return resource.ConditionReady, true
 	case resource.ConditionReconciled:
@@ -306,7 +306,9 @@ func (s *scanner) condition() (resource.Condition, bool) {
 		case "type":
 			c.Type, ok = s.word()
 		case "status":
-			c.Status, ok = s.word()
+			var w string
+			w, ok = s.word()
+			c.Status = resource.ConditionStatus(w)
 		case "reason":
 			c.Reason, ok = s.str()
 		case "message":

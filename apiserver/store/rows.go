@@ -145,7 +145,7 @@ func toRow(r *resource.Resource) (resourceRow, error) {
 func conditionTerms(conds []resource.Condition) jsonText {
 	terms := make([]string, 0, len(conds))
 	for _, c := range conds {
-		terms = append(terms, search.ConditionTerm(c.Type, c.Status))
+		terms = append(terms, search.ConditionTerm(c.Type, string(c.Status)))
 	}
 	slices.Sort(terms)
 	raw, _ := json.Marshal(slices.Compact(terms)) // strings always encode

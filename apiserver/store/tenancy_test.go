@@ -33,7 +33,7 @@ func tenancyFixture(t *testing.T, s store.Store, n int) {
 			c.Name = fmt.Sprintf("untenanted-%d", i)
 		}
 		c.Labels = map[string]string{"shard": fmt.Sprint(i % 4)}
-		c.Status.Conditions[0].Status = []string{"True", "False"}[i%2]
+		c.Status.Conditions[0].Status = []resource.ConditionStatus{resource.StatusTrue, resource.StatusFalse}[i%2]
 		c.CreatedTime = now.Add(time.Duration(i%7) * time.Second) // ties broken by id
 		create(t, s, c)
 		if i%5 == 0 {

@@ -46,7 +46,7 @@ func termCountsUnderConcurrentWrites(t *testing.T, s store.Store) {
 			}
 			for _, i := range []int{a, b} {
 				r := locked[i]
-				r.Status.Conditions[0].Status = map[string]string{"True": "False", "False": "True"}[r.Status.Conditions[0].Status]
+				r.Status.Conditions[0].Status = map[resource.ConditionStatus]resource.ConditionStatus{resource.StatusTrue: resource.StatusFalse, resource.StatusFalse: resource.StatusTrue}[r.Status.Conditions[0].Status]
 				if err := tx.UpdateState(ctx, r); err != nil {
 					return err
 				}

@@ -24,7 +24,7 @@ func TestSince(t *testing.T) {
 	res := func(conds ...resource.Condition) *resource.Resource {
 		return &resource.Resource{CreatedTime: created, Status: resource.Status{Conditions: conds}}
 	}
-	rec := func(status string, at time.Time) resource.Condition {
+	rec := func(status resource.ConditionStatus, at time.Time) resource.Condition {
 		return resource.Condition{Type: resource.ConditionReconciled, Status: status, LastTransitionTime: at}
 	}
 	for _, tc := range []struct {
@@ -49,7 +49,7 @@ func TestHolding(t *testing.T) {
 	report := func(adapter string, gen int64, conds ...string) resource.AdapterStatus {
 		s := resource.AdapterStatus{Adapter: adapter, ObservedGeneration: gen}
 		for i := 0; i+1 < len(conds); i += 2 {
-			s.Conditions = append(s.Conditions, resource.AdapterCondition{Type: conds[i], Status: conds[i+1]})
+			s.Conditions = append(s.Conditions, resource.AdapterCondition{Type: conds[i], Status: resource.ConditionStatus(conds[i+1])})
 		}
 		return s
 	}

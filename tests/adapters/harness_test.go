@@ -223,7 +223,7 @@ func condition(r resource.Resource, typ string) string {
 	if !ok {
 		return "missing"
 	}
-	return c.Status + "/" + c.Reason
+	return string(c.Status) + "/" + c.Reason
 }
 
 // ops lists the resource operations of a run ("ns=CREATE cm=SKIP").

@@ -61,7 +61,7 @@ func (d *devProcess) cluster(id string) (int, hf.Resource) {
 	return d.send(http.MethodGet, "/clusters/"+id, "")
 }
 
-func (d *devProcess) waitCondition(id, typ, status string, gen int64) hf.Resource {
+func (d *devProcess) waitCondition(id, typ string, status hf.ConditionStatus, gen int64) hf.Resource {
 	d.t.Helper()
 	var last hf.Resource
 	await.Eventually(d.t, 60*time.Second, "", func() (bool, string) {

@@ -81,7 +81,7 @@ func TestConfiguredKindsThroughTemporal(t *testing.T) {
 			if !ok || st.ObservedGeneration != 2 {
 				return false, "no report at the deleting generation yet"
 			}
-			return true, "Finalized " + adapterCondition(st, resource.ConditionFinalized)
+			return true, "Finalized " + string(adapterCondition(st, resource.ConditionFinalized))
 		}, func() string { return s.describe(r) })
 	}
 	for _, r := range []resource.Resource{region, zone, rack} {
@@ -104,11 +104,6 @@ func TestConfiguredKindsThroughTemporal(t *testing.T) {
 }
 
 // adapterCondition is the status of one condition of an adapter's report.
-func adapterCondition(st resource.AdapterStatus, typ string) string {
-	for _, c := range st.Conditions {
-		if c.Type == typ {
-			return c.Status
-		}
-	}
-	return ""
+func adapterCondition(st resource.AdapterStatus, typ string) resource.ConditionStatus {
+	return st.ConditionStatus(typ)
 }

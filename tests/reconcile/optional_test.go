@@ -48,7 +48,7 @@ func TestFailingOptionalAdaptersNeverHoldAClusterBack(t *testing.T) {
 		health := ""
 		for _, cond := range st.Conditions {
 			if cond.Type == resource.ConditionHealth {
-				health = cond.Status + "/" + cond.Reason + ": " + cond.Message
+				health = string(cond.Status) + "/" + cond.Reason + ": " + cond.Message
 			}
 		}
 		return ok && st.ObservedGeneration == 1 && strings.HasPrefix(health, "False/ExecutionFailed:resources: ") && strings.Contains(health, "is invalid"),

@@ -100,7 +100,7 @@ func ready(r resource.Resource) bool {
 	return ok && c.Status == resource.StatusTrue && c.ObservedGeneration == r.Generation
 }
 
-func conditionStatus(r resource.Resource, typ string) string {
+func conditionStatus(r resource.Resource, typ string) resource.ConditionStatus {
 	c, _ := r.Condition(typ)
 	return c.Status
 }
