@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,14 @@ type postgresCluster struct {
 	cred *syscall.Credential
 	// osUser is the account it runs as, when not the supervisor's.
 	osUser string
+	// password is the postgres role's, generated with the cluster and
+	// kept in passwordFile (0600): every connection, local socket or
+	// TCP, authenticates with it (scram-sha-256).
+	password string
 }
+
+// passwordFile is where a cluster's password is kept, beside its data.
+func (c *postgresCluster) passwordFile() string { return filepath.Join(c.dir, "password") }
 
 // PostgresBinDir finds initdb and postgres: dir when given, else the
 // newest /usr/lib/postgresql/*/bin, else $PATH.
@@ -47,16 +55,54 @@ func newPostgresCluster(name, dir, bin string, port int) (*postgresCluster, erro
 	if c.cred, c.osUser, err = pgcluster.Owner(dir); err != nil {
 		return nil, err
 	}
+	if c.password, err = pgcluster.Password(c.passwordFile(), c.cred); err != nil {
+		return nil, err
+	}
 	data := filepath.Join(dir, "data")
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
 		return c, nil
 	}
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=scram-sha-256",
+		"--pwfile="+c.passwordFile(), "-E", "UTF8", "--locale=C")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb in %s: %v\n%s", data, err, out)
 	}
 	return c, nil
+}
+
+// secure makes a cluster that an older release created with trust
+// authentication (any local process could connect as postgres) require
+// the password: it sets the role's password, switches pg_hba.conf to
+// scram-sha-256 and reloads. Idempotent, and a no-op for a cluster
+// created with a password, so every start runs it.
+func (c *postgresCluster) secure(ctx context.Context) error {
+	hba := filepath.Join(c.dir, "data", "pg_hba.conf")
+	raw, err := os.ReadFile(hba)
+	if err != nil {
+		return fmt.Errorf("%s: read %s: %w", c.name, hba, err)
+	}
+	rewritten, changed := pgcluster.RequirePassword(string(raw))
+	if !changed {
+		return nil
+	}
+	db, err := sql.Open("pgx", c.url("postgres"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// The password is hex from crypto/rand (pgcluster.Password): nothing
+	// in it needs quoting. ALTER ROLE takes no bind parameters.
+	if _, err := db.ExecContext(ctx, "ALTER ROLE postgres PASSWORD '"+c.password+"'"); err != nil {
+		return fmt.Errorf("%s: set the postgres role's password: %w", c.name, err)
+	}
+	if err := os.WriteFile(hba, []byte(rewritten), 0o600); err != nil {
+		return fmt.Errorf("%s: write %s: %w", c.name, hba, err)
+	}
+	if _, err := db.ExecContext(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("%s: reload after requiring passwords: %w", c.name, err)
+	}
+	return nil
 }
 
 // process is how the supervisor runs the cluster. Durable as a production
@@ -73,9 +119,16 @@ func (c *postgresCluster) process(stateDir string) *Process {
 	}
 }
 
-// url is the connection string of one database of the cluster.
+// url is the connection string of one database of the cluster, with
+// its password: for the processes that connect, never for a log.
 func (c *postgresCluster) url(database string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, database)
+	return (&url.URL{Scheme: "postgres", User: url.UserPassword("postgres", c.password),
+		Host: fmt.Sprintf("127.0.0.1:%d", c.port), Path: "/" + database, RawQuery: "sslmode=disable"}).String()
+}
+
+// logURL is url without the password.
+func (c *postgresCluster) logURL(database string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s", c.port, database)
 }
 
 // createDatabases creates the databases that do not exist yet.

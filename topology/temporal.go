@@ -32,6 +32,7 @@ type temporalConfig struct {
 	Service       string
 	Shards        int
 	DBPort        int
+	DBPassword    string
 	Database      string
 	Visibility    string
 	Ports         map[string]temporalPorts
@@ -61,6 +62,7 @@ persistence:
         connectAddr: "127.0.0.1:{{.DBPort}}"
         connectProtocol: tcp
         user: postgres
+        password: "{{.DBPassword}}"
         maxConns: 20
         maxIdleConns: 20
         maxConnLifetime: 1h
@@ -71,6 +73,7 @@ persistence:
         connectAddr: "127.0.0.1:{{.DBPort}}"
         connectProtocol: tcp
         user: postgres
+        password: "{{.DBPassword}}"
         maxConns: 10
         maxIdleConns: 10
         maxConnLifetime: 1h
@@ -160,8 +163,13 @@ func writeTemporalConfigs(dir string, cfg temporalConfig) (map[string]string, er
 		if err := temporalConfigTemplate.Execute(&b, cfg); err != nil {
 			return nil, err
 		}
+		// 0600: it holds the database password. WriteFile keeps the mode
+		// of a file an older release wrote, so set it in any case.
 		f := filepath.Join(dir, "temporal-"+svc+".yaml")
-		if err := os.WriteFile(f, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(f, b.Bytes(), 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(f, 0o600); err != nil {
 			return nil, err
 		}
 		files[svc] = f
@@ -172,7 +180,7 @@ func writeTemporalConfigs(dir string, cfg temporalConfig) (map[string]string, er
 // setupTemporalSchema creates or upgrades Temporal's two schemas with its
 // SQL tool (the schemas are embedded in it): idempotent, so every start
 // runs it.
-func setupTemporalSchema(ctx context.Context, sqlTool string, dbPort int, logFile string, databases map[string]string) error {
+func setupTemporalSchema(ctx context.Context, sqlTool string, dbPort int, dbPassword, logFile string, databases map[string]string) error {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -186,6 +194,9 @@ func setupTemporalSchema(ctx context.Context, sqlTool string, dbPort int, logFil
 			{"update-schema", "--schema-name", "postgresql/v12/" + db},
 		} {
 			cmd := exec.CommandContext(ctx, sqlTool, append(append([]string{}, base...), step...)...)
+			// The password goes in the environment, not the arguments,
+			// which every local account can read.
+			cmd.Env = append(os.Environ(), "SQL_PASSWORD="+dbPassword)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err := cmd.Run()

@@ -191,7 +191,7 @@ func (t *Topology) start(ctx context.Context) error {
 	if err := t.startPostgres(ctx); err != nil {
 		return err
 	}
-	log.Info().Str("url", t.pg.url("hyperfleet")).Msg("PostgreSQL running")
+	log.Info().Str("url", t.pg.logURL("hyperfleet")).Msg("PostgreSQL running")
 
 	// Temporal: schemas, then the four services, then the namespace.
 	if err := t.startTemporal(ctx); err != nil {
@@ -315,10 +315,16 @@ func (t *Topology) startPostgres(ctx context.Context) error {
 	if err := t.waitDatabase(ctx, t.pg); err != nil {
 		return err
 	}
+	if err := t.pg.secure(ctx); err != nil {
+		return err
+	}
 	if err := t.pg.createDatabases(ctx, "hyperfleet"); err != nil {
 		return err
 	}
 	if err := t.waitDatabase(ctx, t.pgTemporal); err != nil {
+		return err
+	}
+	if err := t.pgTemporal.secure(ctx); err != nil {
 		return err
 	}
 	return t.pgTemporal.createDatabases(ctx, "temporal", "temporal_visibility")
@@ -347,7 +353,7 @@ func (t *Topology) waitDatabase(ctx context.Context, c *postgresCluster) error {
 func (t *Topology) startTemporal(ctx context.Context) error {
 	cfg := t.cfg
 	dbs := map[string]string{"temporal": "temporal", "visibility": "temporal_visibility"}
-	if err := setupTemporalSchema(ctx, cfg.TemporalSQLTool, t.pgTemporal.port, logPath(cfg.StateDir, "temporal-schema"), dbs); err != nil {
+	if err := setupTemporalSchema(ctx, cfg.TemporalSQLTool, t.pgTemporal.port, t.pgTemporal.password, logPath(cfg.StateDir, "temporal-schema"), dbs); err != nil {
 		return err
 	}
 	t.temporalPorts = map[string]temporalPorts{}
@@ -377,7 +383,7 @@ func (t *Topology) startTemporal(ctx context.Context) error {
 		return err
 	}
 	files, err := writeTemporalConfigs(filepath.Join(cfg.StateDir, "config"), temporalConfig{
-		Shards: cfg.HistoryShards, DBPort: t.pgTemporal.port, Database: dbs["temporal"], Visibility: dbs["visibility"],
+		Shards: cfg.HistoryShards, DBPort: t.pgTemporal.port, DBPassword: t.pgTemporal.password, Database: dbs["temporal"], Visibility: dbs["visibility"],
 		Ports: t.temporalPorts, FrontendHTTP: httpPort,
 	})
 	if err != nil {
@@ -670,8 +676,15 @@ func (t *Topology) APIURLs() []string { return append([]string(nil), t.apiURLs..
 // BalancerURL serves every API replica behind one address.
 func (t *Topology) BalancerURL() string { return t.balancerURL }
 
-// DatabaseURL is HyperFleet's database.
+// DatabaseURL is HyperFleet's database, with its password.
 func (t *Topology) DatabaseURL() string { return t.pg.url("hyperfleet") }
+
+// DatabaseAddress is HyperFleet's database without the password, for
+// people and logs; DatabasePasswordFile holds the password.
+func (t *Topology) DatabaseAddress() string { return t.pg.logURL("hyperfleet") }
+
+// DatabasePasswordFile is the file that holds the database's password.
+func (t *Topology) DatabasePasswordFile() string { return t.pg.passwordFile() }
 
 // TemporalDatabaseURL is Temporal's default store.
 func (t *Topology) TemporalDatabaseURL() string { return t.pgTemporal.url("temporal") }

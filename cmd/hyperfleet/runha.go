@@ -109,13 +109,13 @@ HyperFleet is running in its production shape.
   Balancer     %s   (what the workers call)
   Temporal UI  %s
   Temporal     %s, namespace default, %d history shards, 4 services
-  PostgreSQL   %s
+  PostgreSQL   %s   (password in %s)
   Processes    %s
   Logs         %s
 Ctrl-C stops everything.
 
 `, api[0], strings.Join(api, ", "), t.BalancerURL(), orOff(t.UIURL()), t.TemporalAddress(), t.HistoryShards(),
-		t.DatabaseURL(), filepath.Join(cfg.StateDir, "processes.json"), filepath.Join(cfg.StateDir, "logs"))
+		t.DatabaseAddress(), t.DatabasePasswordFile(), filepath.Join(cfg.StateDir, "processes.json"), filepath.Join(cfg.StateDir, "logs"))
 	reportExits(ctx, t.Processes(), log)
 	<-ctx.Done()
 	log.Info().Msg("stopping: workers, APIs, Temporal, PostgreSQL")
