@@ -20,6 +20,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/specschema"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/apiserver/stuck"
+	"github.com/hyperfleet/hyperfleet/apiserver/watch"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
@@ -46,7 +47,10 @@ type Options struct {
 	// StuckAfter is how long a resource may stay not Reconciled before
 	// hyperfleet_reconcile_stuck counts it (default stuck.DefaultAfter).
 	StuckAfter time.Duration
-	Logger     zerolog.Logger
+	// Watch tunes the watches (caps, buffer, bookmarks, the change log's
+	// retention); zero fields take package watch's defaults.
+	Watch  watch.Config
+	Logger zerolog.Logger
 }
 
 // App is an assembled API.
@@ -62,6 +66,8 @@ type App struct {
 	Kinds      *resource.Kinds
 	Registered map[string][]string
 	Optional   map[string][]string
+
+	Watch *watch.Hub
 
 	stopCompaction func()
 }
@@ -143,13 +149,21 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	compactCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	opts.Watch.Logger, opts.Watch.Render = opts.Logger, watchRender(svc)
+	hub := watch.NewHub(st, opts.Watch)
+	if err := hub.Start(compactCtx); err != nil {
+		stop()
+		st.Close()
+		return nil, fmt.Errorf("start watches: %w", err)
+	}
+	srv.ServeWatches(hub)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		compactTermCounts(compactCtx, st, termCompactionInterval, m, opts.Logger)
 	}()
 	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered, Optional: opts.Optional,
-		stopCompaction: func() { stop(); <-done }}, nil
+		Watch: hub, stopCompaction: func() { stop(); hub.Wait(); <-done }}, nil
 }
 
 // termCompactionInterval is how often the API folds appended term-count

@@ -106,9 +106,19 @@ func listParams(c *gin.Context, kind, parentID string) (lifecycle.ListParams, to
 }
 
 func (s *Server) list(c *gin.Context, kind, listKind, parentID string) error {
+	if watching, err := watchRequested(c); err != nil || watching {
+		if err != nil {
+			return err
+		}
+		return s.watch(c, kind, parentID)
+	}
 	params, scope, err := listParams(c, kind, parentID)
 	if err != nil {
 		return err
+	}
+	if s.hub != nil {
+		// Read before the list: a watch from it misses nothing.
+		c.Header(ResourceVersionHeader, strconv.FormatInt(s.hub.Last(), 10))
 	}
 	page, err := s.svc.List(c.Request.Context(), params)
 	if err != nil {

@@ -139,6 +139,11 @@ func (s *Server) recoverPanic(c *gin.Context) {
 }
 
 func (s *Server) timeout(c *gin.Context) {
+	if watching, _ := watchRequested(c); watching {
+		// A watch lasts until its client leaves.
+		c.Next()
+		return
+	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	c.Request = c.Request.WithContext(ctx)

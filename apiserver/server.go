@@ -27,6 +27,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/openapi"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
+	"github.com/hyperfleet/hyperfleet/apiserver/watch"
 )
 
 // Config of the HTTP server.
@@ -101,6 +102,8 @@ type Server struct {
 	failing map[string]string
 	// recon is what the reconciliation endpoint reads (nil: no engine).
 	recon reconciliationSource
+	// hub serves watches (nil: none).
+	hub *watch.Hub
 }
 
 // New assembles the router.
@@ -151,6 +154,9 @@ func (s *Server) AddReadinessCheck(c Check) {
 	s.checks = append(s.checks, c)
 }
 
+// ServeWatches makes the lists stream changes with watch=true, from h.
+func (s *Server) ServeWatches(h *watch.Hub) { s.hub = h }
+
 // Handler is the root HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
@@ -176,6 +182,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadTimeout:       s.cfg.ReadTimeout,
 		MaxHeaderBytes:    1 << 20, // HeaderLimit answers below this with a problem document
 		IdleTimeout:       2 * time.Minute,
+	}
+	if s.hub != nil {
+		// Watches last until their clients leave: end them, or the
+		// drain would wait for ShutdownTimeout.
+		srv.RegisterOnShutdown(s.hub.Close)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

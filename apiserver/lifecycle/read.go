@@ -105,29 +105,9 @@ type ListParams struct {
 // List returns a page, the total number of matches and the position after
 // the page when more follow.
 func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
-	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true, Indexed: true}
-	if p.Kind != "" {
-		k, err := s.kind(p.Kind)
-		if err != nil {
-			return store.Page{}, err
-		}
-		if p.ParentID != "" {
-			if _, err := s.get(ctx, Ref{Kind: k.ParentKind, ID: p.ParentID}); err != nil {
-				return store.Page{}, err
-			}
-		}
-		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: true, Disallowed: k.SearchDisallowed}
-	} else {
-		opts.Disallowed = s.disallowedAnywhere
-	}
-	where, err := search.Translate(p.Search, s.store.Dialect(), opts)
+	where, err := s.searchFor(ctx, p.Kind, p.ParentID, p.Search, true)
 	if err != nil {
-		var se *search.Error
-		if errors.As(err, &se) {
-			return store.Page{}, problem.New(http.StatusBadRequest, problem.CodeInvalidSearch, se.Message).
-				WithErrors(problem.FieldError{Field: "search", Value: problem.Truncate(p.Search, 200), Message: se.Message})
-		}
-		return store.Page{}, problem.Internal(err)
+		return store.Page{}, err
 	}
 	// The store scopes the list to the caller's tenancy.
 	q := store.ListQuery{Kind: p.Kind, ParentID: p.ParentID, Where: where, Order: p.Order, After: p.After, Limit: p.Size}
@@ -146,6 +126,51 @@ func (s *Service) List(ctx context.Context, p ListParams) (store.Page, error) {
 		return store.Page{}, problem.Internal(err)
 	}
 	return page, nil
+}
+
+// searchFor checks that a list's parent exists (within the caller's
+// scope) and translates its search; indexed lets the term index serve it,
+// which only the resources table has.
+func (s *Service) searchFor(ctx context.Context, kind, parentID, query string, indexed bool) (search.Where, error) {
+	opts := search.Options{Table: "resources", OwnerReferences: true, Kind: true, Indexed: indexed}
+	if kind != "" {
+		k, err := s.kind(kind)
+		if err != nil {
+			return search.Where{}, err
+		}
+		if parentID != "" {
+			if _, err := s.get(ctx, Ref{Kind: k.ParentKind, ID: parentID}); err != nil {
+				return search.Where{}, err
+			}
+		}
+		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: indexed, Disallowed: k.SearchDisallowed}
+	} else {
+		opts.Disallowed = s.disallowedAnywhere
+	}
+	where, err := search.Translate(query, s.store.Dialect(), opts)
+	if err != nil {
+		var se *search.Error
+		if errors.As(err, &se) {
+			return search.Where{}, problem.New(http.StatusBadRequest, problem.CodeInvalidSearch, se.Message).
+				WithErrors(problem.FieldError{Field: "search", Value: problem.Truncate(query, 200), Message: se.Message})
+		}
+		return search.Where{}, problem.Internal(err)
+	}
+	return where, nil
+}
+
+// WatchFilter is searchFor for a watch: the search runs against the
+// change log (store.ChangeQuery's Where), which has no term index.
+func (s *Service) WatchFilter(ctx context.Context, kind, parentID, query string) (search.Where, error) {
+	return s.searchFor(ctx, kind, parentID, query, false)
+}
+
+// Present makes stored resources what a GET returns (see markQueued).
+func (s *Service) Present(ctx context.Context, rs ...*resource.Resource) error {
+	if err := s.markQueued(ctx, rs...); err != nil {
+		return problem.Internal(err)
+	}
+	return nil
 }
 
 // disallowedAnywhere refuses, in a search across kinds, a field some kind

@@ -55,6 +55,10 @@ const (
 	CodeStorageFull      Code = "HYPERFLEET-SVC-003" // the database has no space left for the write
 	CodeWorkflowEngine   Code = "HYPERFLEET-SVC-004" // the workflow engine (Temporal) did not answer a read of a reconciliation
 	CodeReadBudget       Code = "HYPERFLEET-SVC-005" // this replica's reads of reconciliations a second are used up for now
+	CodeWatchCapacity    Code = "HYPERFLEET-SVC-006" // this replica serves as many watches as --watch-max allows
+	CodeWatchTenantLimit Code = "HYPERFLEET-SVC-007" // the caller's tenancy holds as many watches on this replica as --watch-max-per-tenant allows
+	CodeWatchDropped     Code = "HYPERFLEET-SVC-008" // (in a watch's ERROR event) the watcher fell behind the changes and was closed
+	CodeWatchExpired     Code = "HYPERFLEET-NTF-004" // a watch's resourceVersion is older than the change history kept (or not one of its versions)
 )
 
 // FieldError names one invalid input: where it is, what was sent, which rule

@@ -133,7 +133,12 @@ func GenericPagePlan(ctx context.Context, st Store, q ListQuery) (string, error)
 func MigrateTo(ctx context.Context, st Store, version int) error {
 	saved := migrations
 	defer func() { migrations = saved }()
-	migrations = migrations[:version]
+	migrations = nil
+	for _, m := range saved {
+		if m.version <= version {
+			migrations = append(migrations, m)
+		}
+	}
 	return st.Migrate(ctx)
 }
 

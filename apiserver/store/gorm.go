@@ -56,6 +56,10 @@ type gormStore struct {
 	kinds   *resource.Kinds
 	// maxSpecWalk is defaultMaxSpecWalk (terms.go); tests move it.
 	maxSpecWalk int64
+	// url is the database's, for the change log's own LISTEN connection;
+	// changed is ChangeSignal's channel.
+	url     string
+	changed chan struct{}
 }
 
 // Open connects to the configured backend and checks it answers. It does
@@ -123,7 +127,8 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		rebind = postgresPlaceholders
 	}
 	s := &gormStore{db: db, sqlDB: sqlDB, maxIdle: maxIdle, backend: cfg.Driver, log: cfg.Logger, qlog: qlog, kinds: kinds,
-		stmts: &statements{db: sqlDB, rebind: rebind}, maxSpecWalk: defaultMaxSpecWalk}
+		stmts: &statements{db: sqlDB, rebind: rebind}, maxSpecWalk: defaultMaxSpecWalk,
+		url: cfg.URL, changed: make(chan struct{}, 1)}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
@@ -210,10 +215,21 @@ func (s *gormStore) Close() error {
 	return s.sqlDB.Close()
 }
 
+// InTx runs fn and then writes the changes it made to the change log,
+// last, so the log's lock (changes.go) is held only until the commit.
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&gormTx{db: tx, backend: s.backend, kinds: s.kinds, stmts: s.stmts, qlog: s.qlog})
+	var t *gormTx
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		t = &gormTx{db: tx, backend: s.backend, kinds: s.kinds, stmts: s.stmts, qlog: s.qlog}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flushChanges(ctx)
 	})
+	if err == nil && t != nil && t.wroteChanges {
+		s.signalChange()
+	}
+	return err
 }
 
 type gormTx struct {
@@ -222,4 +238,10 @@ type gormTx struct {
 	kinds   *resource.Kinds
 	stmts   *statements
 	qlog    *queryLogger
+	// The change log's share of the transaction (changes.go): the state
+	// of each resource read under its lock, and the changes to write.
+	locked       map[string]lockedState
+	changes      []pendingChange
+	changeAt     map[string]int
+	wroteChanges bool
 }

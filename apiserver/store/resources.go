@@ -323,6 +323,7 @@ func (t *gormTx) LockResource(ctx context.Context, kind, id string) (*resource.R
 		return nil, fmt.Errorf("lock %s %s: %w", kind, id, err)
 	}
 	r, err := fromRow(t.kinds, &row)
+	t.noteLocked(&r)
 	return &r, err
 }
 
@@ -341,6 +342,8 @@ func (t *gormTx) CreateResource(ctx context.Context, r *resource.Resource) error
 		}
 		return fmt.Errorf("insert %s %s: %w", r.Kind, r.Name, err)
 	}
+	t.noteChange(ChangeAdded, row)
+	t.noteLocked(r)
 	return nil
 }
 
@@ -357,6 +360,8 @@ func (t *gormTx) UpdateResource(ctx context.Context, r *resource.Resource) error
 	if n == 0 {
 		return ErrNotFound
 	}
+	t.noteChange(ChangeModified, row)
+	t.noteLocked(r)
 	return nil
 }
 
@@ -371,6 +376,10 @@ func (t *gormTx) UpdateState(ctx context.Context, r *resource.Resource) error {
 	}
 	if n == 0 {
 		return ErrNotFound
+	}
+	if !t.unchanged(r) {
+		t.noteChange(ChangeModified, row)
+		t.noteLocked(r)
 	}
 	return nil
 }
@@ -390,6 +399,7 @@ func (t *gormTx) Children(ctx context.Context, parentID string) ([]resource.Reso
 		if err != nil {
 			return nil, err
 		}
+		t.noteLocked(&r)
 		out = append(out, r)
 	}
 	return out, nil
@@ -425,9 +435,13 @@ func (t *gormTx) WaitingChildren(ctx context.Context, parentID string) ([]ChildR
 }
 
 func (t *gormTx) RemoveResource(ctx context.Context, id string) error {
+	removed, err := t.removedRows(ctx, id)
+	if err != nil {
+		return err
+	}
 	// A round in flight of a removed resource (or of its node pools) will
 	// never start: stop counting it.
-	err := t.db.WithContext(ctx).Where("resource_id = ? OR resource_id IN (SELECT id FROM resources WHERE parent_id = ?)", id, id).
+	err = t.db.WithContext(ctx).Where("resource_id = ? OR resource_id IN (SELECT id FROM resources WHERE parent_id = ?)", id, id).
 		Delete(&admissionRow{}).Error
 	if err != nil {
 		return fmt.Errorf("remove the admissions of %s: %w", id, err)
@@ -435,6 +449,9 @@ func (t *gormTx) RemoveResource(ctx context.Context, id string) error {
 	// Foreign keys cascade to node pools and all their statuses.
 	if err := t.db.WithContext(ctx).Where("id = ?", id).Delete(&resourceRow{}).Error; err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
+	}
+	for i := range removed {
+		t.noteChange(ChangeDeleted, removed[i])
 	}
 	return nil
 }

@@ -87,6 +87,7 @@ type Store interface {
 	PutSetting(ctx context.Context, key, value string) error
 
 	Admissions
+	ChangeLog
 }
 
 // LiveRef identifies a stored resource.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/apiserver/request"
 	"github.com/hyperfleet/hyperfleet/apiserver/stuck"
 	"github.com/hyperfleet/hyperfleet/apiserver/tenancy"
+	"github.com/hyperfleet/hyperfleet/apiserver/watch"
 	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/internal/version"
@@ -31,6 +33,7 @@ type apiFlags struct {
 	specSchema      string
 	skipMigrate     bool
 	stuckAfter      time.Duration
+	watch           watch.Config
 	pprofListen     string
 	jwt             auth.Config
 	jwtIssuersFile  string
@@ -65,6 +68,12 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.specSchema, "spec-schema", "", "OpenAPI document with ClusterSpec/NodePoolSpec schemas to validate specs against")
 	fs.BoolVar(&a.skipMigrate, "skip-migrate", false, "do not apply schema migrations at start-up (run 'hyperfleet migrate' instead)")
 	fs.DurationVar(&a.stuckAfter, "reconcile-stuck-after", stuck.DefaultAfter, "count a resource in hyperfleet_reconcile_stuck once it has not been Reconciled for this long")
+	fs.IntVar(&a.watch.MaxWatchers, "watch-max", watch.DefaultMaxWatchers, "most watches (GET ...?watch=true) this replica serves at once; more are refused with 503")
+	fs.IntVar(&a.watch.MaxPerTenant, "watch-max-per-tenant", watch.DefaultMaxPerTenant, "with --tenancy-file, most watches one tenancy holds on this replica at once; more are refused with 429")
+	fs.IntVar(&a.watch.Buffer, "watch-buffer", watch.DefaultBuffer, "changes a watcher may fall behind before it is closed with an ERROR event (it then resumes)")
+	fs.DurationVar(&a.watch.Bookmark, "watch-bookmark-interval", watch.DefaultBookmark, "how often a watch is sent a BOOKMARK event, which keeps idle streams open through proxies")
+	fs.DurationVar(&a.watch.Retention, "watch-retention", watch.DefaultRetention, "how long the change log keeps changes: a watch resumes from a version this recent, an older one is 410 Gone")
+	fs.Int64Var(&a.watch.RetentionRows, "watch-retention-rows", watch.DefaultRetentionRows, "most changes the change log keeps, however recent")
 	fs.StringVar(&a.pprofListen, "pprof-listen", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&a.jwt.Enabled, "jwt-enabled", false, "require JWT bearer tokens")
 	fs.StringVar(&a.jwt.Issuer, "jwt-issuer", "", "required token issuer (iss)")
@@ -84,6 +93,9 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 }
 
 func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Options, error) {
+	if err := a.checkWatch(); err != nil {
+		return apiserver.Options{}, err
+	}
 	storeCfg, err := a.db.config()
 	if err != nil {
 		return apiserver.Options{}, err
@@ -128,7 +140,26 @@ func (a *apiFlags) options(cmd *cobra.Command, log zerolog.Logger) (apiserver.Op
 		Auth:        jwt,
 		SpecSchema:  a.specSchema,
 		SkipMigrate: a.skipMigrate, StuckAfter: a.stuckAfter,
+		Watch: a.watch,
 	}, nil
+}
+
+// checkWatch refuses watch settings that cannot work (a zero would
+// otherwise quietly mean the default).
+func (a *apiFlags) checkWatch() error {
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{
+		{"--watch-max", a.watch.MaxWatchers >= 1}, {"--watch-max-per-tenant", a.watch.MaxPerTenant >= 1},
+		{"--watch-buffer", a.watch.Buffer >= 1}, {"--watch-bookmark-interval", a.watch.Bookmark >= time.Second},
+		{"--watch-retention", a.watch.Retention >= time.Minute}, {"--watch-retention-rows", a.watch.RetentionRows >= 1},
+	} {
+		if !f.ok {
+			return fmt.Errorf("%s is out of range: counts must be at least 1, the bookmark interval at least 1s and the retention at least 1m", f.name)
+		}
+	}
+	return nil
 }
 
 func newServeCommand() *cobra.Command {
