@@ -48,6 +48,8 @@ type options struct {
 	profile     string
 	idsFile     string
 	tenants     int
+	watchers    int
+	watched     int
 }
 
 func main() {
@@ -62,6 +64,8 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent closed-loop workers")
 	flag.StringVar(&o.scenarios, "scenarios", "get-bare,get,list,search,put-status", "scenarios to run: "+strings.Join(scenarioNames, ","))
 	flag.IntVar(&o.tenants, "tenants", 0, "run the started server with a gateway-style tenancy file and spread the seeded clusters over this many tenants; requests are a tenant's, status reports a system caller's (0: tenancy off)")
+	flag.IntVar(&o.watchers, "watchers", 0, "after the scenarios, open this many watches of /clusters and change --watched clusters for --duration: event delay and memory per watcher")
+	flag.IntVar(&o.watched, "watched", 100, "with --watchers: how many clusters change, each about once a second")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of the started server during each scenario to this directory (<scenario>.pprof)")
 	bareListen := flag.String("bare-serve", "", "internal: serve the bare handler on this address")
 	bareBody := flag.String("bare-body", "", "internal: file with the body the bare handler returns")
@@ -126,11 +130,22 @@ func run(o options) error {
 	scenarios := l.scenarios(ids, deepTokens, bareBase, lastPage)
 	fmt.Printf("| scenario | requests | errors | req/s | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, name := range strings.Split(o.scenarios, ",") {
+		if name == "" {
+			continue // --scenarios "": only the watch measurement
+		}
 		gen, ok := scenarios[name]
 		if !ok {
 			return fmt.Errorf("unknown scenario %q; known: %s", name, strings.Join(scenarioNames, ","))
 		}
 		if err := l.runScenario(ctx, o, srv, name, gen); err != nil {
+			return err
+		}
+	}
+	if o.watchers > 0 {
+		if srv == nil {
+			return fmt.Errorf("--watchers measures the server's memory: start it here (no --url)")
+		}
+		if err := l.watchLoad(ctx, srv, ids, o.watchers, o.watched, o.duration); err != nil {
 			return err
 		}
 	}
