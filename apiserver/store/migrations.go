@@ -31,6 +31,7 @@ var migrations = []migration{
 	schemaV9,
 	schemaV10,
 	schemaV11,
+	schemaV12,
 }
 
 // SchemaVersion is the newest schema this binary knows.
