@@ -6,8 +6,8 @@ var schemaV12 = migration{
 	name:    "documents kept as sent (PostgreSQL)",
 	// jsonb keeps a number as its numeric value and writes it back in
 	// plain decimal: -5e-324 came back as 327 characters and 1E+2 as
-	// 100, so a 64 KiB spec of short exponents read back as 380 KB and
-	// a page of 100 as 38 MB (docs/benchmarks.md, "Numbers kept as
+	// 100, so a 64 KiB spec of short exponents read back as 387 KB and
+	// a page of 100 as 39 MB (docs/benchmarks.md, "Numbers kept as
 	// sent"). The caller's documents (a resource's spec, a report's
 	// data and metadata, and its conditions with them) become text,
 	// holding the bytes the API wrote, as on SQLite. Search keeps
