@@ -167,8 +167,17 @@ func (t *translator) labelExpr(key string) string {
 	return "json_extract(" + col + ", " + t.bind(`$."`+key+`"`) + ")"
 }
 
+// specColumn is the spec document as the dialect's JSON functions read
+// it: on PostgreSQL the jsonb column generated from the stored text.
+func (t *translator) specColumn() string {
+	if t.dialect == Postgres {
+		return t.opts.Table + "." + PostgresSpecColumn
+	}
+	return t.opts.Table + ".spec"
+}
+
 func (t *translator) specCompare(f field, op tsl.Operator, lit literal) (string, error) {
-	col := t.opts.Table + ".spec"
+	col := t.specColumn()
 	pgPath := "{" + strings.Join(f.path, ",") + "}"
 	sqlitePath := "$"
 	for _, seg := range f.path {

@@ -27,14 +27,14 @@ func TestTranslateIndexed(t *testing.T) {
 			"(resources.id IN (SELECT resource_id FROM resource_terms WHERE term = ? || CAST(CAST(? AS REAL) AS TEXT)) AND (CASE WHEN (CASE WHEN json_valid(resources.spec) THEN json_type(resources.spec, ?) END) IN ('integer', 'real') THEN json_extract(resources.spec, ?) END) = ?)",
 			[]any{`s:$."node-pool".max=n:`, float64(3), `$."node-pool"."max"`, `$."node-pool"."max"`, float64(3)}},
 		{Postgres, "spec.platform.type = 'gcp'",
-			"(resources.spec @> ?::jsonb AND (resources.spec #>> ?::text[]) = ?)",
+			"(resources.spec_jsonb @> ?::jsonb AND (resources.spec_jsonb #>> ?::text[]) = ?)",
 			[]any{`{"platform":{"type":"gcp"}}`, "{platform,type}", "gcp"}},
 		{Postgres, "spec.version = '4.1'",
-			"((resources.spec @> ?::jsonb OR resources.spec @> ?::jsonb) AND (resources.spec #>> ?::text[]) = ?)",
+			"((resources.spec_jsonb @> ?::jsonb OR resources.spec_jsonb @> ?::jsonb) AND (resources.spec_jsonb #>> ?::text[]) = ?)",
 			[]any{`{"version":"4.1"}`, `{"version":4.1}`, "{version}", "4.1"}},
 		// No index filter: negations, ranges, array positions on PostgreSQL.
 		{SQLite, "labels.env != 'prod'", "json_extract(resources.labels, ?) IS NOT ?", []any{`$."env"`, "prod"}},
-		{Postgres, "spec.zones[0] = 'a'", "(resources.spec #>> ?::text[]) = ?", []any{"{zones,0}", "a"}},
+		{Postgres, "spec.zones[0] = 'a'", "(resources.spec_jsonb #>> ?::text[]) = ?", []any{"{zones,0}", "a"}},
 		{Postgres, "labels.env = 'prod'", "resources.labels @> ?::jsonb", []any{`{"env":"prod"}`}},
 	}
 	for _, tc := range tests {
@@ -89,10 +89,10 @@ func TestPlanTerms(t *testing.T) {
 		{query: "status.conditions.Ready = 'False'", terms: "? [c:Ready=False]", pgTerms: "? [c:Ready=False]"},
 		{query: "spec.platform.type = 'gcp' and (spec.enabled = true and labels['cost-center'] = 'eng')",
 			terms:   "? [s:$.platform.type=t:gcp] | ? [s:$.enabled=b:true] | ? [l:cost-center=eng]",
-			pgTerms: "? [l:cost-center=eng]", pgResidual: "((resources.spec #>> ?::text[]) = ? AND (resources.spec #> ?::text[]) = ?::jsonb) [{platform,type} gcp {enabled} true]"},
+			pgTerms: "? [l:cost-center=eng]", pgResidual: "((resources.spec_jsonb #>> ?::text[]) = ? AND (resources.spec_jsonb #> ?::text[]) = ?::jsonb) [{platform,type} gcp {enabled} true]"},
 		{query: "spec.nodes = 3 and labels.shard = '1'", terms: "? || CAST(CAST(? AS REAL) AS TEXT) [s:$.nodes=n: 3] | ? [l:shard=1]",
 			residual: "((CASE WHEN (CASE WHEN json_valid(resources.spec) THEN json_type(resources.spec, ?) END) IN ('integer', 'real') THEN json_extract(resources.spec, ?) END) = ?) [$.\"nodes\" $.\"nodes\" 3]",
-			pgTerms:  "? [l:shard=1]", pgResidual: "((CASE WHEN jsonb_typeof(resources.spec #> ?::text[]) = 'number' THEN (resources.spec #>> ?::text[])::numeric END) = ?) [{nodes} {nodes} 3]"},
+			pgTerms:  "? [l:shard=1]", pgResidual: "((CASE WHEN jsonb_typeof(resources.spec_jsonb #> ?::text[]) = 'number' THEN (resources.spec_jsonb #>> ?::text[])::numeric END) = ?) [{nodes} {nodes} 3]"},
 		{query: "spec.nodes = 3 and spec.enabled = true", terms: "? || CAST(CAST(? AS REAL) AS TEXT) [s:$.nodes=n: 3] | ? [s:$.enabled=b:true]",
 			residual: "((CASE WHEN (CASE WHEN json_valid(resources.spec) THEN json_type(resources.spec, ?) END) IN ('integer', 'real') THEN json_extract(resources.spec, ?) END) = ?) [$.\"nodes\" $.\"nodes\" 3]"},
 		// No plan: anything but a conjunction of indexed equalities.

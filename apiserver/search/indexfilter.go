@@ -60,7 +60,7 @@ func (t *translator) specFilter(f field, op tsl.Operator, lit literal) string {
 			return ""
 		}
 	}
-	col := t.opts.Table + ".spec"
+	col := t.specColumn()
 	contains := func(v any) string {
 		doc := v
 		for i := len(f.path) - 1; i >= 0; i-- {

@@ -21,6 +21,11 @@ const (
 	SQLite
 )
 
+// PostgresSpecColumn is the column PostgreSQL searches a resource's spec
+// in: jsonb generated from the spec column, which keeps the text as sent
+// (schema version 12). SQLite searches the spec column itself.
+const PostgresSpecColumn = "spec_jsonb"
+
 // MaxQueryLength bounds the search text; longer input is rejected before parsing.
 const MaxQueryLength = 4096
 

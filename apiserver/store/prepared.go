@@ -17,8 +17,9 @@ import (
 	"time"
 )
 
-// resourceColumns is what a hand-written resource read selects, in
-// scanResource's order.
+// resourceColumns is what every resource read selects (in scanResource's
+// order), never "*": on PostgreSQL that would also read spec_jsonb,
+// rendered in jsonb's plain decimal (schema version 12).
 const resourceColumns = "id, kind, parent_id, name, generation, spec, labels, conditions, refs, " +
 	"created_time, updated_time, deleted_time, created_by, updated_by, deleted_by, tenant"
 

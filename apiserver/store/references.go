@@ -57,7 +57,7 @@ func (t *gormTx) Referrers(ctx context.Context, targetIDs, excludeIDs []string, 
 		return nil, 0, nil
 	}
 	var rows []resourceRow
-	if err := query().Order("id").Limit(limit).Find(&rows).Error; err != nil {
+	if err := query().Select(resourceColumns).Order("id").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, 0, fmt.Errorf("list referrers: %w", err)
 	}
 	out := make([]resource.Resource, 0, len(rows))

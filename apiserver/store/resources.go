@@ -263,7 +263,7 @@ func listFilter(db *gorm.DB, q ListQuery) *gorm.DB {
 
 func (s *gormStore) LiveResources(ctx context.Context, kind, afterID string, limit int) ([]resource.Resource, error) {
 	var rows []resourceRow
-	err := s.db.WithContext(ctx).Where("kind = ? AND id > ?", kind, afterID).Order("id").Limit(limit).Find(&rows).Error
+	err := s.db.WithContext(ctx).Select(resourceColumns).Where("kind = ? AND id > ?", kind, afterID).Order("id").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("page %s after %q: %w", kind, afterID, err)
 	}
@@ -308,7 +308,7 @@ func (t *gormTx) LockResource(ctx context.Context, kind, id string) (*resource.R
 	if t.backend == BackendPostgres {
 		db = db.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
-	db = db.Where("id = ? AND kind = ?", id, kind)
+	db = db.Select(resourceColumns).Where("id = ? AND kind = ?", id, kind)
 	if tenant := scopeOf(ctx); tenant != "" {
 		// In the WHERE, not checked after: another tenant's row is
 		// neither read nor locked (FOR UPDATE locks only matching rows).
@@ -390,7 +390,7 @@ func (t *gormTx) Children(ctx context.Context, parentID string) ([]resource.Reso
 		db = db.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
 	var rows []resourceRow
-	if err := db.Where("parent_id = ?", parentID).Order("id").Find(&rows).Error; err != nil {
+	if err := db.Select(resourceColumns).Where("parent_id = ?", parentID).Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("children of %s: %w", parentID, err)
 	}
 	out := make([]resource.Resource, 0, len(rows))

@@ -15,7 +15,10 @@ import (
 	"github.com/hyperfleet/hyperfleet/resource"
 )
 
-// jsonText is a JSON document column: jsonb on PostgreSQL, TEXT on SQLite.
+// jsonText is a JSON document column: TEXT holding the bytes the API wrote
+// (a resource's spec, a report's documents; schema version 12 on
+// PostgreSQL), or jsonb on PostgreSQL for labels, conditions and
+// references, which the indexes read and the API writes from typed values.
 type jsonText []byte
 
 func (j jsonText) Value() (driver.Value, error) {
