@@ -12,7 +12,9 @@ var schemaV13 = migration{
 	// (changes.go), no row becomes visible after a row with a higher
 	// seq. The columns are named as resources' are, so a list's
 	// translated search runs unchanged against a change (the table read
-	// as "resources"). changed_ms (Unix milliseconds) drives pruning.
+	// as "resources"); on PostgreSQL spec is text, kept as sent, with
+	// the jsonb column search reads generated from it, as version 12
+	// made resources'. changed_ms (Unix milliseconds) drives pruning.
 	postgres: []string{
 		`CREATE TABLE resource_changes (
 			seq          BIGSERIAL PRIMARY KEY,
@@ -23,7 +25,8 @@ var schemaV13 = migration{
 			parent_id    TEXT,
 			name         TEXT NOT NULL,
 			generation   BIGINT NOT NULL,
-			spec         JSONB NOT NULL,
+			spec         TEXT NOT NULL,
+			spec_jsonb   JSONB GENERATED ALWAYS AS (spec::jsonb) STORED,
 			labels       JSONB NOT NULL,
 			conditions   JSONB NOT NULL,
 			refs         JSONB NOT NULL,

@@ -434,3 +434,22 @@ func TestWatchOutlivesTimeoutsAndEndsOnShutdown(t *testing.T) {
 		t.Fatal("the server did not stop within 10s of its context ending, with a watch open")
 	}
 }
+
+// Contract: a watch event carries the resource as GET returns it, so its
+// spec's numbers come back as sent on both backends, and a search on the
+// spec selects the events as it selects a list's items.
+func TestWatchSpecAsSentAndSearched(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		s := e.watch(nil, base+"/clusters?watch=true&search="+urlQuery("spec.region='eu'"), nil)
+		e.do("POST", base+"/clusters", `{"kind":"Cluster","name":"watch-us","spec":{"region":"us"}}`).expect(201)
+		eu := e.do("POST", base+"/clusters", `{"kind":"Cluster","name":"watch-eu","spec":{"region":"eu","n":1E+2,"m":-5e-324}}`).expect(201).resource()
+		ev := s.change()
+		expectChange(t, ev, store.ChangeAdded, eu.ID, 0)
+		for _, want := range []string{`1E+2`, `-5e-324`} {
+			if !strings.Contains(string(ev.Data.Object), want) {
+				t.Errorf("ADDED event's object %s does not hold %s as sent", ev.Data.Object, want)
+			}
+		}
+		s.quiet(300 * time.Millisecond) // the "us" cluster never matched
+	})
+}
