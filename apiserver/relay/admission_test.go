@@ -69,9 +69,17 @@ func TestAdmissionHoldsChangesBeyondTheWindow(t *testing.T) {
 		}
 	}
 
-	// The first round starts (an adapter reports at its generation): one
-	// more change is handed over, the next in commit order.
+	// One adapter's report does not start the round: the other
+	// registered adapter's first run is still due, and counts.
 	report(t, w, ids[0], "validation")
+	time.Sleep(time.Second) // nothing may happen: see above
+	if w.workflowExists(resource.KindCluster, ids[2]) {
+		t.Fatal("the third cluster was handed over after one of two adapters reported: the round's first pass was not over")
+	}
+	// The round's first pass ends (every registered adapter reported at
+	// its generation): one more change is handed over, the next in
+	// commit order.
+	report(t, w, ids[0], "landing-zone")
 	await.Eventually(t, 30*time.Second, "the third cluster handed over", func() (bool, string) {
 		return w.workflowExists(resource.KindCluster, ids[2]), fmt.Sprintf("handed over %v", started())
 	})
