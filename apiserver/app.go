@@ -121,6 +121,7 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 	}
 	opts.Store.Logger = opts.Logger
 	opts.Store.Kinds = opts.Kinds
+	opts.Store.ChangeLog = opts.Watch.Enabled
 	st, err := store.Open(ctx, opts.Store)
 	if err != nil {
 		return nil, err
@@ -149,21 +150,30 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	compactCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	opts.Watch.Logger, opts.Watch.Render = opts.Logger, watchRender(svc)
-	hub := watch.NewHub(st, opts.Watch)
-	if err := hub.Start(compactCtx); err != nil {
-		stop()
-		st.Close()
-		return nil, fmt.Errorf("start watches: %w", err)
+	var hub *watch.Hub
+	if opts.Watch.Enabled {
+		opts.Watch.Logger, opts.Watch.Render = opts.Logger, watchRender(svc)
+		hub = watch.NewHub(st, opts.Watch)
+		if err := hub.Start(compactCtx); err != nil {
+			stop()
+			st.Close()
+			return nil, fmt.Errorf("start watches: %w", err)
+		}
+		srv.ServeWatches(hub)
 	}
-	srv.ServeWatches(hub)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		compactTermCounts(compactCtx, st, termCompactionInterval, m, opts.Logger)
 	}()
 	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered, Optional: opts.Optional,
-		Watch: hub, stopCompaction: func() { stop(); hub.Wait(); <-done }}, nil
+		Watch: hub, stopCompaction: func() {
+			stop()
+			if hub != nil {
+				hub.Wait()
+			}
+			<-done
+		}}, nil
 }
 
 // termCompactionInterval is how often the API folds appended term-count

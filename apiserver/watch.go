@@ -63,7 +63,8 @@ func resumeVersion(c *gin.Context) (int64, error) {
 // for one parent's children) as Server-Sent Events.
 func (s *Server) watch(c *gin.Context, kind, parentID string) error {
 	if s.hub == nil {
-		return problem.New(http.StatusServiceUnavailable, problem.CodeUnavailable, "this server does not serve watches")
+		return problem.InvalidParameter("watch", "true",
+			"this server does not serve watches: its API replicas run without --watch (HYPERFLEET_WATCH=true), which every replica must set")
 	}
 	for _, p := range listOnly {
 		if v, ok := c.GetQuery(p); ok {

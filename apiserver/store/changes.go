@@ -143,6 +143,9 @@ func sameState(a, b lockedState) bool {
 
 // noteLocked remembers the state of resources read under their lock.
 func (t *gormTx) noteLocked(rs ...*resource.Resource) {
+	if !t.changeLog {
+		return
+	}
 	if t.locked == nil {
 		t.locked = map[string]lockedState{}
 	}
@@ -161,6 +164,9 @@ func (t *gormTx) unchanged(r *resource.Resource) bool {
 // resource fold into one (created then changed is created; anything then
 // removed is removed; created then removed is nothing).
 func (t *gormTx) noteChange(typ string, row resourceRow) {
+	if !t.changeLog {
+		return
+	}
 	if t.changeAt == nil {
 		t.changeAt = map[string]int{}
 	}
@@ -224,6 +230,9 @@ func (t *gormTx) flushChanges(ctx context.Context) error {
 // removedRows reads a resource and its subtree before RemoveResource
 // deletes them: their changes carry what they were.
 func (t *gormTx) removedRows(ctx context.Context, id string) ([]resourceRow, error) {
+	if !t.changeLog {
+		return nil, nil
+	}
 	rows, err := t.db.WithContext(ctx).Raw(`WITH RECURSIVE subtree(id) AS (
 			SELECT id FROM resources WHERE id = ?
 			UNION ALL SELECT resources.id FROM resources JOIN subtree ON resources.parent_id = subtree.id)

@@ -38,6 +38,10 @@ type Config struct {
 	ConnMaxLifetime time.Duration
 	// SlowQuery logs statements slower than this at warn level.
 	SlowQuery time.Duration
+	// ChangeLog writes every resource change to the change log that
+	// watches read (changes.go). Off, no transaction writes it: on
+	// PostgreSQL its numbering serialises the commits of every change.
+	ChangeLog bool
 	Logger    zerolog.Logger
 	// Kinds builds each resource's href and owner reference; the default
 	// kinds when nil.
@@ -60,6 +64,8 @@ type gormStore struct {
 	// changed is ChangeSignal's channel.
 	url     string
 	changed chan struct{}
+	// changeLog: write the change log (Config.ChangeLog).
+	changeLog bool
 }
 
 // Open connects to the configured backend and checks it answers. It does
@@ -128,7 +134,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	}
 	s := &gormStore{db: db, sqlDB: sqlDB, maxIdle: maxIdle, backend: cfg.Driver, log: cfg.Logger, qlog: qlog, kinds: kinds,
 		stmts: &statements{db: sqlDB, rebind: rebind}, maxSpecWalk: defaultMaxSpecWalk,
-		url: cfg.URL, changed: make(chan struct{}, 1)}
+		url: cfg.URL, changed: make(chan struct{}, 1), changeLog: cfg.ChangeLog}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
@@ -220,7 +226,7 @@ func (s *gormStore) Close() error {
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	var t *gormTx
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		t = &gormTx{db: tx, backend: s.backend, kinds: s.kinds, stmts: s.stmts, qlog: s.qlog}
+		t = &gormTx{db: tx, backend: s.backend, kinds: s.kinds, stmts: s.stmts, qlog: s.qlog, changeLog: s.changeLog}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -240,6 +246,7 @@ type gormTx struct {
 	qlog    *queryLogger
 	// The change log's share of the transaction (changes.go): the state
 	// of each resource read under its lock, and the changes to write.
+	changeLog    bool
 	locked       map[string]lockedState
 	changes      []pendingChange
 	changeAt     map[string]int

@@ -41,6 +41,7 @@ func backends(t *testing.T) map[string]store.Store {
 	out := map[string]store.Store{}
 	for _, cfg := range configs(t) {
 		cfg.Logger = zerolog.Nop()
+		cfg.ChangeLog = true // as an API serving watches writes it
 		s, err := store.Open(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("open %s: %v", cfg.Driver, err)

@@ -27,6 +27,11 @@ const (
 
 // Config tunes a Hub; zero fields take the defaults.
 type Config struct {
+	// Enabled serves watches and has the store write the change log
+	// they read. Off by default: on PostgreSQL the log's numbering
+	// serialises the commits of every resource change (docs/benchmarks.md,
+	// "Watches").
+	Enabled bool
 	// MaxWatchers caps the watches of this replica; MaxPerTenant those
 	// of one tenancy on it.
 	MaxWatchers  int

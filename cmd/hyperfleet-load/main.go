@@ -50,6 +50,7 @@ type options struct {
 	tenants     int
 	watchers    int
 	watched     int
+	watch       bool
 }
 
 func main() {
@@ -64,6 +65,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent closed-loop workers")
 	flag.StringVar(&o.scenarios, "scenarios", "get-bare,get,list,search,put-status", "scenarios to run: "+strings.Join(scenarioNames, ","))
 	flag.IntVar(&o.tenants, "tenants", 0, "run the started server with a gateway-style tenancy file and spread the seeded clusters over this many tenants; requests are a tenant's, status reports a system caller's (0: tenancy off)")
+	flag.BoolVar(&o.watch, "watch", false, "start the server with --watch (serve watches, write the change log); --watchers implies it")
 	flag.IntVar(&o.watchers, "watchers", 0, "after the scenarios, open this many watches of /clusters and change --watched clusters for --duration: event delay and memory per watcher")
 	flag.IntVar(&o.watched, "watched", 100, "with --watchers: how many clusters change, each about once a second")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of the started server during each scenario to this directory (<scenario>.pprof)")
@@ -94,7 +96,7 @@ func run(o options) error {
 	var srv *server
 	if o.url == "" {
 		var err error
-		if srv, err = startServer(o.binary, o.db, o.profile != "", o.tenants > 0); err != nil {
+		if srv, err = startServer(o.binary, o.db, o.profile != "", o.tenants > 0, o.watch || o.watchers > 0); err != nil {
 			return err
 		}
 		defer srv.stop()
@@ -325,7 +327,7 @@ func (s *server) rss() string {
 
 // startServer runs the real binary against a throwaway PostgreSQL database
 // or a temporary SQLite file.
-func startServer(binary, db string, profile, tenancy bool) (*server, error) {
+func startServer(binary, db string, profile, tenancy, watch bool) (*server, error) {
 	var env []string
 	var drop func()
 	switch db {
@@ -360,6 +362,9 @@ func startServer(binary, db string, profile, tenancy bool) (*server, error) {
 		env = append(env, "HYPERFLEET_TENANCY_FILE="+file)
 		dropDB := drop
 		drop = func() { dropDB(); os.RemoveAll(dir) }
+	}
+	if watch {
+		env = append(env, "HYPERFLEET_WATCH=true")
 	}
 	addr, err := freeAddr()
 	if err != nil {

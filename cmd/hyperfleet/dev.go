@@ -20,6 +20,7 @@ import (
 	kubetransport "github.com/hyperfleet/hyperfleet/adapter/transport/kubernetes"
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
+	"github.com/hyperfleet/hyperfleet/apiserver/watch"
 	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
 	"github.com/hyperfleet/hyperfleet/internal/loopback"
@@ -192,7 +193,10 @@ func runDev(ctx context.Context, f *devFlags, log zerolog.Logger) error {
 			Kinds:      kinds,
 			Registered: adapters.registered,
 			Optional:   adapters.optional,
-			Logger:     log,
+			// One process on SQLite, whose writers are serial anyway: the
+			// change log costs little here (docs/benchmarks.md, "Watches").
+			Watch:  watch.Config{Enabled: true},
+			Logger: log,
 		},
 		Temporal: tc, Namespace: srv.Namespace(), TemporalUIURL: uiURL, ReconciliationReadsPerSecond: f.reconcile.reconciliationReads,
 		Reconcile: f.reconcile.opts, RelaySweep: f.reconcile.sweep, RelayResyncRate: f.reconcile.resyncRate, RelayHandoffRate: f.reconcile.handoff, NoAdmission: !f.reconcile.admission, AdmissionHandoffTarget: f.reconcile.handoffTarget,

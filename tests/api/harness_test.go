@@ -22,6 +22,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/apiserver/watch"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
 )
@@ -63,6 +64,8 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 		Registered: map[string][]string{resource.KindCluster: {"validation", "landing-zone"}, resource.KindNodePool: {"np-configmap"}},
 		Logger:     zerolog.Nop(),
 		Server:     apiserver.Config{Version: "test"},
+		// Watches on, so every test here runs with the change log.
+		Watch: watch.Config{Enabled: true},
 	}
 	if os.Getenv("HYPERFLEET_TEST_LOG") != "" {
 		o.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)

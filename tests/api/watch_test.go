@@ -182,6 +182,7 @@ func expectChange(t *testing.T, ev sseEvent, typ, id string, after int64) int64 
 }
 
 func withWatch(cfg watch.Config) option {
+	cfg.Enabled = true
 	return func(o *apiserver.Options) { o.Watch = cfg }
 }
 
@@ -401,7 +402,7 @@ func TestWatchOutlivesTimeoutsAndEndsOnShutdown(t *testing.T) {
 		Registered: map[string][]string{"Cluster": {"validation"}, "NodePool": {}},
 		Logger:     zerolog.Nop(),
 		Server:     apiserver.Config{Version: "test", ReadTimeout: 300 * time.Millisecond, RequestTimeout: 300 * time.Millisecond},
-		Watch:      watch.Config{Bookmark: 100 * time.Millisecond},
+		Watch:      watch.Config{Enabled: true, Bookmark: 100 * time.Millisecond},
 	}
 	app, err := apiserver.Build(context.Background(), o)
 	if err != nil {
@@ -451,5 +452,31 @@ func TestWatchSpecAsSentAndSearched(t *testing.T) {
 			}
 		}
 		s.quiet(300 * time.Millisecond) // the "us" cluster never matched
+	})
+}
+
+// Contract: watches are off unless every replica runs with --watch; off,
+// a watch is a 400 naming the setting, a list carries no resource
+// version, and no change is written to the change log.
+func TestWatchOffByDefault(t *testing.T) {
+	backends(t, func(t *testing.T, b string) {
+		e := newEnv(t, b, func(o *apiserver.Options) { o.Watch = watch.Config{} })
+		p := e.do("GET", base+"/clusters?watch=true", nil).problem(400, "HYPERFLEET-VAL-003")
+		if !strings.Contains(p.Detail, "--watch") {
+			t.Errorf("detail %q does not name --watch", p.Detail)
+		}
+		c := e.createCluster("no-log")
+		e.do("PATCH", c.Href, map[string]any{"labels": map[string]string{"env": "dev"}}).expect(200)
+		list := e.do("GET", base+"/clusters", nil).expect(200)
+		if v := list.header.Get(apiserver.ResourceVersionHeader); v != "" {
+			t.Errorf("a list carries %s %q with watches off", apiserver.ResourceVersionHeader, v)
+		}
+		w, err := e.app.Store.ChangeWindow(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Newest != 0 {
+			t.Errorf("the change log holds changes up to %d with watches off, want none", w.Newest)
+		}
 	})
 }
