@@ -312,9 +312,18 @@ func (s *server) cpuProfile(d time.Duration, file string) error {
 
 // rss reads the server's resident set now and at its peak from /proc.
 func (s *server) rss() string {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	fields, err := s.status()
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
+	}
+	return fmt.Sprintf("%s (peak %s)", fields["VmRSS"], fields["VmHWM"])
+}
+
+// status reads the server's /proc status fields ("VmRSS": "1234 kB").
+func (s *server) status() (map[string]string, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return nil, err
 	}
 	fields := map[string]string{}
 	for _, line := range strings.Split(string(raw), "\n") {
@@ -322,7 +331,7 @@ func (s *server) rss() string {
 			fields[k] = strings.TrimSpace(v)
 		}
 	}
-	return fmt.Sprintf("%s (peak %s)", fields["VmRSS"], fields["VmHWM"])
+	return fields, nil
 }
 
 // startServer runs the real binary against a throwaway PostgreSQL database

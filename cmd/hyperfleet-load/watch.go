@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,9 +141,10 @@ func (l *loader) watchLoad(ctx context.Context, srv *server, ids []string, n, ch
 
 // rssKB is the server's resident set in KiB (0 when unknown).
 func (s *server) rssKB() int64 {
-	var kb int64
-	if _, err := fmt.Sscanf(strings.Fields(s.rss() + " 0")[0], "%d", &kb); err != nil {
+	fields, err := s.status()
+	if err != nil {
 		return 0
 	}
+	kb, _ := strconv.ParseInt(strings.TrimSuffix(fields["VmRSS"], " kB"), 10, 64)
 	return kb
 }
