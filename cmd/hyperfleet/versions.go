@@ -42,7 +42,7 @@ func newVersionsCommand() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			return fn(ctx, c, log)
+			return temporalclient.Explain(fn(ctx, c, log))
 		})
 	}
 	cmd := &cobra.Command{

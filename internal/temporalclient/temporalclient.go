@@ -147,7 +147,7 @@ func WaitReachable(ctx context.Context, c client.Client, within time.Duration) e
 		select {
 		case <-ctx.Done():
 			// The caller's context may end the wait before within.
-			return fmt.Errorf("temporal not reachable after %s: %w", time.Since(start).Round(time.Second), last)
+			return fmt.Errorf("temporal not reachable after %s: %w", time.Since(start).Round(time.Second), Explain(last))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
