@@ -38,13 +38,17 @@ type temporalConfig struct {
 	Ports         map[string]temporalPorts
 	FrontendHTTP  int
 	DynamicConfig string
+	TLS           TemporalTLS
+	ServerName    string
 }
 
 // The configuration of one service: the same for all four but for the
 // metrics port (each process serves its own /metrics). PostgreSQL through
 // the postgres12 plugin, default store and visibility each in a database
-// of its own; TLS and authorization are left to the operator's own
-// configuration (this is the loopback shape of `make run-ha`).
+// of its own. Every gRPC port requires a client certificate from the
+// shape's own CA: the frontend's, and history's and matching's, which
+// would otherwise take calls that bypass the frontend. Authorization
+// (who may do what once authenticated) is left to the operator.
 var temporalConfigTemplate = template.Must(template.New("temporal").Parse(`# Written by hyperfleet run-ha for the {{.Service}} service; rewritten at every start.
 log:
   stdout: true
@@ -78,6 +82,23 @@ persistence:
         maxIdleConns: 10
         maxConnLifetime: 1h
 global:
+  tls:
+    internode:
+      server: &server
+        certFile: "{{.TLS.ServerCert}}"
+        keyFile: "{{.TLS.ServerKey}}"
+        requireClientAuth: true
+        clientCaFiles: ["{{.TLS.CA}}"]
+      client: &client
+        serverName: "{{.ServerName}}"
+        rootCaFiles: ["{{.TLS.CA}}"]
+    frontend:
+      server: *server
+      client: *client
+    systemWorker:
+      certFile: "{{.TLS.ServerCert}}"
+      keyFile: "{{.TLS.ServerKey}}"
+      client: *client
   membership:
     maxJoinDuration: 30s
     broadcastAddress: "127.0.0.1"
@@ -152,6 +173,7 @@ limit.maxIDLength:
 // writeTemporalConfigs writes one configuration file a service and the
 // dynamic configuration into dir.
 func writeTemporalConfigs(dir string, cfg temporalConfig) (map[string]string, error) {
+	cfg.ServerName = TemporalServerName
 	cfg.DynamicConfig = filepath.Join(dir, "temporal-dynamicconfig.yaml")
 	if err := os.WriteFile(cfg.DynamicConfig, []byte(DynamicConfig), 0o644); err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
 	"github.com/hyperfleet/hyperfleet/internal/loopback"
+	"github.com/hyperfleet/hyperfleet/internal/tlsfiles"
 	"github.com/hyperfleet/hyperfleet/worker"
 )
 
@@ -107,6 +108,7 @@ type Topology struct {
 	ui             *embeddedtemporal.UI
 	workerPorts    []int
 	temporalPorts  map[string]temporalPorts
+	temporalTLS    TemporalTLS
 }
 
 func (c *Config) defaults() error {
@@ -193,7 +195,12 @@ func (t *Topology) start(ctx context.Context) error {
 	}
 	log.Info().Str("url", t.pg.logURL("hyperfleet")).Msg("PostgreSQL running")
 
-	// Temporal: schemas, then the four services, then the namespace.
+	// Temporal: certificates, schemas, then the four services, then the
+	// namespace.
+	var err error
+	if t.temporalTLS, err = ensureTemporalTLS(filepath.Join(cfg.StateDir, "tls"), time.Now()); err != nil {
+		return err
+	}
 	if err := t.startTemporal(ctx); err != nil {
 		return err
 	}
@@ -203,7 +210,9 @@ func (t *Topology) start(ctx context.Context) error {
 		if uiPort == 0 {
 			uiPort = 8233
 		}
-		ui, err := embeddedtemporal.StartUI(t.temporalAddr, cfg.Namespace, uiPort)
+		ui, err := embeddedtemporal.StartUI(embeddedtemporal.UIConfig{
+			HostPort: t.temporalAddr, Namespace: cfg.Namespace, Port: uiPort, TLS: t.clientTLSFiles(),
+		})
 		if err != nil {
 			return err
 		}
@@ -384,7 +393,7 @@ func (t *Topology) startTemporal(ctx context.Context) error {
 	}
 	files, err := writeTemporalConfigs(filepath.Join(cfg.StateDir, "config"), temporalConfig{
 		Shards: cfg.HistoryShards, DBPort: t.pgTemporal.port, DBPassword: t.pgTemporal.password, Database: dbs["temporal"], Visibility: dbs["visibility"],
-		Ports: t.temporalPorts, FrontendHTTP: httpPort,
+		Ports: t.temporalPorts, FrontendHTTP: httpPort, TLS: t.temporalTLS,
 	})
 	if err != nil {
 		return err
@@ -433,9 +442,14 @@ func (t *Topology) startTemporal(ctx context.Context) error {
 // dialTemporal connects a client to the frontend, waiting for it to
 // answer.
 func (t *Topology) dialTemporal(ctx context.Context) (client.Client, error) {
+	tc, err := tlsfiles.ClientConfig(t.clientTLSFiles())
+	if err != nil {
+		return nil, fmt.Errorf("the client certificate for Temporal: %w", err)
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		c, err := client.Dial(client.Options{HostPort: t.temporalAddr, Namespace: t.cfg.Namespace, Logger: quietSDK{}})
+		c, err := client.Dial(client.Options{HostPort: t.temporalAddr, Namespace: t.cfg.Namespace, Logger: quietSDK{},
+			ConnectionOptions: client.ConnectionOptions{TLS: tc}})
 		if err == nil {
 			return c, nil
 		}
@@ -467,6 +481,8 @@ func (t *Topology) startAPIs(ctx context.Context) error {
 			"HYPERFLEET_LISTEN=" + fmt.Sprintf("127.0.0.1:%d", p),
 			"HYPERFLEET_DB_DRIVER=postgres", "HYPERFLEET_DB_URL=" + t.pg.url("hyperfleet"),
 			"HYPERFLEET_TEMPORAL_ADDRESS=" + t.temporalAddr, "HYPERFLEET_TEMPORAL_NAMESPACE=" + cfg.Namespace,
+			"HYPERFLEET_TEMPORAL_TLS_CA=" + t.temporalTLS.CA,
+			"HYPERFLEET_TEMPORAL_TLS_CERT=" + t.temporalTLS.ClientCert, "HYPERFLEET_TEMPORAL_TLS_KEY=" + t.temporalTLS.ClientKey,
 			"HYPERFLEET_CLUSTER_ADAPTERS=" + jsonList(cfg.ClusterAdapters), "HYPERFLEET_NODEPOOL_ADAPTERS=" + jsonList(cfg.NodePoolAdapters),
 			"HYPERFLEET_LOG_FORMAT=json",
 		}, cfg.APIEnv...)...)
@@ -530,6 +546,8 @@ func (t *Topology) startWorker(ctx context.Context, name string, reconciler bool
 	t.workerPorts = append(t.workerPorts, mp)
 	argv := []string{cfg.Hyperfleet, "worker", "--api-base-url", t.balancerURL,
 		"--temporal-address", t.temporalAddr, "--temporal-namespace", cfg.Namespace,
+		"--temporal-tls-ca", t.temporalTLS.CA,
+		"--temporal-tls-cert", t.temporalTLS.ClientCert, "--temporal-tls-key", t.temporalTLS.ClientKey,
 		"--metrics-listen", fmt.Sprintf("127.0.0.1:%d", mp), "--log-format", "json"}
 	if reconciler {
 		argv = append(argv, "--reconciler")
@@ -694,6 +712,12 @@ func (t *Topology) WorkerMetricsURL(i int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(t.workerPorts[i]) + "/metrics"
 }
 
+// TemporalServiceAddress is a Temporal service's gRPC host:port (history,
+// matching, frontend, worker).
+func (t *Topology) TemporalServiceAddress(service string) string {
+	return "127.0.0.1:" + strconv.Itoa(t.temporalPorts[service].GRPC)
+}
+
 // TemporalMetricsURL is where a Temporal service (history, matching,
 // frontend, worker) serves its Prometheus metrics.
 func (t *Topology) TemporalMetricsURL(service string) string {
@@ -710,6 +734,15 @@ func (t *Topology) UIURL() string {
 
 // Dial connects a Temporal client to the topology's frontend.
 func (t *Topology) Dial(ctx context.Context) (client.Client, error) { return t.dialTemporal(ctx) }
+
+// TemporalTLS names the CA and the certificates of the mutual TLS with
+// Temporal; a client of the frontend needs the CA and the client pair.
+func (t *Topology) TemporalTLS() TemporalTLS { return t.temporalTLS }
+
+// clientTLSFiles are what HyperFleet's own clients of Temporal present.
+func (t *Topology) clientTLSFiles() tlsfiles.Files {
+	return tlsfiles.Files{CA: t.temporalTLS.CA, Cert: t.temporalTLS.ClientCert, Key: t.temporalTLS.ClientKey}
+}
 
 func jsonList(s []string) string {
 	b, _ := json.Marshal(append([]string{}, s...))

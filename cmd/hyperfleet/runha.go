@@ -38,6 +38,11 @@ state directory) with its Web UI, two API replicas on one database (:8000, :8001
 two workers, each hosting the reconciler and the shipped adapters (plus the
 Kubernetes adapters with KUBECONFIG or --kubeconfig).
 
+Temporal's every gRPC port requires mutual TLS: a CA and certificates are
+generated at the first start under <state-dir>/tls (keys 0600) and renewed
+when they near their end; the startup banner names the files a client such
+as 'hyperfleet versions' needs.
+
 <state-dir>/processes.json lists every process with its pid and the argv,
 working directory and environment that restart it; logs are in
 <state-dir>/logs. Ctrl-C stops everything, workers first. State survives
@@ -109,12 +114,15 @@ HyperFleet is running in its production shape.
   Balancer     %s   (what the workers call)
   Temporal UI  %s
   Temporal     %s, namespace default, %d history shards, 4 services
+               mutual TLS: --temporal-tls-ca %s
+                 --temporal-tls-cert %s --temporal-tls-key %s
   PostgreSQL   %s   (password in %s)
   Processes    %s
   Logs         %s
 Ctrl-C stops everything.
 
 `, api[0], strings.Join(api, ", "), t.BalancerURL(), orOff(t.UIURL()), t.TemporalAddress(), t.HistoryShards(),
+		t.TemporalTLS().CA, t.TemporalTLS().ClientCert, t.TemporalTLS().ClientKey,
 		t.DatabaseAddress(), t.DatabasePasswordFile(), filepath.Join(cfg.StateDir, "processes.json"), filepath.Join(cfg.StateDir, "logs"))
 	reportExits(ctx, t.Processes(), log)
 	<-ctx.Done()
