@@ -164,7 +164,10 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		compactTermCounts(compactCtx, st, termCompactionInterval, m, opts.Logger)
+		// SQLite keeps its counts in place: nothing to compact.
+		if st.Backend() == store.BackendPostgres {
+			compactTermCounts(compactCtx, st, termCompactionInterval, m, opts.Logger)
+		}
 	}()
 	return &App{Server: srv, Store: st, Service: svc, Metrics: m, Kinds: opts.Kinds, Registered: opts.Registered, Optional: opts.Optional,
 		Watch: hub, stopCompaction: func() {
@@ -183,10 +186,7 @@ const termCompactionInterval = time.Second
 
 // compactTermCounts runs the store's compaction until ctx ends. A failure
 // is logged when it starts and when it ends, not every second.
-func compactTermCounts(ctx context.Context, st store.Store, every time.Duration, m *metrics.Metrics, log zerolog.Logger) {
-	if st.Backend() != store.BackendPostgres {
-		return
-	}
+func compactTermCounts(ctx context.Context, st store.Maintenance, every time.Duration, m *metrics.Metrics, log zerolog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := false
@@ -337,10 +337,16 @@ func ParseAdapterList(value string) ([]string, error) {
 	return out, nil
 }
 
+// fleetStore is what the fleet gauges read.
+type fleetStore interface {
+	store.Outbox
+	store.Resources
+}
+
 // fleetReader reads the fleet gauges: the outbox backlog, and per kind the
 // resources not Reconciled (the same query as a search for
 // status.conditions.Ready != 'True').
-func fleetReader(st store.Store, kinds []string) func(context.Context) (metrics.Fleet, error) {
+func fleetReader(st fleetStore, kinds []string) func(context.Context) (metrics.Fleet, error) {
 	return func(ctx context.Context) (metrics.Fleet, error) {
 		var f metrics.Fleet
 		var err error

@@ -79,11 +79,20 @@ type Check struct {
 	Check func(ctx context.Context) error
 }
 
+// serverStore is what the HTTP layer asks the store itself: whether the
+// database answers (readyz), where a change waits in the outbox, and the
+// change log's window. Everything else goes through lifecycle.
+type serverStore interface {
+	store.Database
+	store.Admissions
+	store.ChangeLog
+}
+
 // Server is the API's HTTP server.
 type Server struct {
 	cfg     Config
 	svc     *lifecycle.Service
-	store   store.Store
+	store   serverStore
 	auth    *auth.Authenticator
 	metrics *metrics.Metrics
 	log     zerolog.Logger
@@ -107,7 +116,7 @@ type Server struct {
 }
 
 // New assembles the router.
-func New(cfg Config, svc *lifecycle.Service, st store.Store, authn *auth.Authenticator, m *metrics.Metrics, log zerolog.Logger) (*Server, error) {
+func New(cfg Config, svc *lifecycle.Service, st serverStore, authn *auth.Authenticator, m *metrics.Metrics, log zerolog.Logger) (*Server, error) {
 	doc, err := openapi.DocumentFor(svc.Kinds())
 	if err != nil {
 		return nil, err

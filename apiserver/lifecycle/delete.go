@@ -136,7 +136,7 @@ func (s *Service) remove(ctx context.Context, tx store.Tx, r *resource.Resource,
 // descendants lists a resource's subtree below it, each child after its
 // parent: the foreign keys remove them with it, and each needs its
 // "removed" outbox entry.
-func (s *Service) descendants(ctx context.Context, tx store.Tx, r *resource.Resource) ([]resource.Resource, error) {
+func (s *Service) descendants(ctx context.Context, tx store.Hierarchy, r *resource.Resource) ([]resource.Resource, error) {
 	if !s.kinds.HasChildren(r.Kind) {
 		return nil, nil
 	}

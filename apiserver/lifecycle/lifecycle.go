@@ -39,9 +39,20 @@ type SpecValidator interface {
 	ValidateSpec(kind string, spec json.RawMessage) []problem.FieldError
 }
 
+// Store is what the lifecycle reads and writes: resources, in
+// transactions; the settings of its start-up pass; and whether a change
+// still waits for admission. The outbox it only appends to, in those
+// transactions.
+type Store interface {
+	store.Resources
+	store.Transactions
+	store.Settings
+	store.Admissions
+}
+
 // Config wires a Service.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Registered maps a kind to the adapters whose reports decide readiness.
 	Registered map[string][]string
 	// Optional maps a kind to adapters that report without deciding
@@ -60,7 +71,7 @@ type Config struct {
 
 // Service runs the resource lifecycle.
 type Service struct {
-	store      store.Store
+	store      Store
 	registered map[string][]string
 	optional   map[string][]string
 	specs      SpecValidator
@@ -169,7 +180,7 @@ type Ref = resource.Ref
 func notFound(ref Ref) *problem.Problem { return problem.NotFound(ref.Kind, ref.ID) }
 
 // lock takes the row lock of the addressed resource.
-func (s *Service) lock(ctx context.Context, tx store.Tx, ref Ref) (*resource.Resource, error) {
+func (s *Service) lock(ctx context.Context, tx store.ResourceWrites, ref Ref) (*resource.Resource, error) {
 	r, err := tx.LockResource(ctx, ref.Kind, ref.ID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !belongs(r, ref) {
 		return nil, notFound(ref)
@@ -179,7 +190,7 @@ func (s *Service) lock(ctx context.Context, tx store.Tx, ref Ref) (*resource.Res
 
 // lockParent locks a child's parent first, keeping the parent-before-child
 // lock order every transaction follows.
-func (s *Service) lockParent(ctx context.Context, tx store.Tx, ref Ref) (*resource.Resource, error) {
+func (s *Service) lockParent(ctx context.Context, tx store.ResourceWrites, ref Ref) (*resource.Resource, error) {
 	if ref.ParentID == "" {
 		return nil, nil
 	}
@@ -196,7 +207,7 @@ func (s *Service) lockParent(ctx context.Context, tx store.Tx, ref Ref) (*resour
 
 // lockWithParent locks the addressed resource after its parent (nil when
 // it has none), the order lockParent keeps.
-func (s *Service) lockWithParent(ctx context.Context, tx store.Tx, ref Ref) (parent, r *resource.Resource, err error) {
+func (s *Service) lockWithParent(ctx context.Context, tx store.ResourceWrites, ref Ref) (parent, r *resource.Resource, err error) {
 	if parent, err = s.lockParent(ctx, tx, ref); err != nil {
 		return nil, nil, err
 	}

@@ -66,7 +66,7 @@ func (s *Service) checkReferrers(ctx context.Context, tx store.Tx, r *resource.R
 // resolveReferences turns a create or PATCH's links into stored ones under
 // the targets' row locks, so a target cannot start deleting between the
 // check and the commit: a missing target is a 400, a deleting one a 409.
-func (s *Service) resolveReferences(ctx context.Context, tx store.Tx, k resource.Kind, refs []ReferenceRequest) ([]resource.Link, error) {
+func (s *Service) resolveReferences(ctx context.Context, tx store.ResourceWrites, k resource.Kind, refs []ReferenceRequest) ([]resource.Link, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}

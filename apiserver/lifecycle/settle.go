@@ -80,7 +80,7 @@ func (s *Service) settleParent(ctx context.Context, tx store.Tx, parent *resourc
 
 // aggregate recomputes a locked resource's conditions from its statuses in
 // place and reports whether its deletion is complete.
-func (s *Service) aggregate(ctx context.Context, tx store.Tx, r *resource.Resource, statuses []resource.AdapterStatus, now time.Time) (bool, error) {
+func (s *Service) aggregate(ctx context.Context, tx store.Hierarchy, r *resource.Resource, statuses []resource.AdapterStatus, now time.Time) (bool, error) {
 	// Children matter only to a deleting resource (it waits for them to
 	// go); counting them on every status report was a round trip for
 	// nothing.

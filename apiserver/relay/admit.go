@@ -29,7 +29,7 @@ const keepStarted = time.Minute
 // counts, and what it shows.
 type admitter struct {
 	ctl   *admission.Controller
-	store store.Store
+	store admitStore
 	gauge admitGauges
 
 	mu sync.Mutex
@@ -43,12 +43,19 @@ type admitter struct {
 	lastLog           time.Time
 }
 
+// admitStore is what admission control reads: the rounds in flight, and
+// the backlog it drains.
+type admitStore interface {
+	store.Admissions
+	store.Outbox
+}
+
 type admitGauges struct {
 	window, inFlight, rate, drain prometheus.Gauge
 	congested                     *prometheus.CounterVec
 }
 
-func newAdmitter(st store.Store, cfg admission.Config, reg prometheus.Registerer) *admitter {
+func newAdmitter(st admitStore, cfg admission.Config, reg prometheus.Registerer) *admitter {
 	g := admitGauges{
 		window: prometheus.NewGauge(prometheus.GaugeOpts{Name: "hyperfleet_admission_window",
 			Help: "Reconcile rounds the relay lets be in flight at once across the fleet (admission control; docs/operator-guide.md)."}),

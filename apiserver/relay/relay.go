@@ -39,9 +39,19 @@ import (
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
+// Store is what the relay reads and writes: the outbox it hands over, the
+// admissions it counts, the resources its start-up pass resends, and the
+// fingerprint setting of that pass. It never writes a resource.
+type Store interface {
+	store.Outbox
+	store.Admissions
+	store.Resources
+	store.Settings
+}
+
 // Config wires a relay.
 type Config struct {
-	Store    store.Store
+	Store    Store
 	Temporal client.Client
 	// Registered maps a kind to the adapters its workflows run and wait
 	// for; Optional to the adapters they run without waiting for them.

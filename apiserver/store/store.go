@@ -27,23 +27,51 @@ var (
 	ErrNameConflict = errors.New("name already in use")
 )
 
-// Store is the persistence interface of the API.
+// Store is the persistence interface of the API: every part below, so
+// that each backend satisfies one interface. A component that needs only
+// some of it takes those parts (relay.Store, lifecycle.Store).
 type Store interface {
-	// Dialect tells the search translator which SQL to emit.
-	Dialect() search.Dialect
+	Database
+	Maintenance
+	Resources
+	Transactions
+	Outbox
+	Settings
+	Admissions
+	ChangeLog
+}
+
+// Database is the connection itself, for the process that opened it:
+// which backend, whether it answers, its pool.
+type Database interface {
 	// Backend is "postgres" or "sqlite".
 	Backend() string
 	Ping(ctx context.Context) error
 	// SQLDB exposes the pool for metrics.
 	SQLDB() *sql.DB
 	Close() error
+}
 
+// Maintenance is the work the API does on the database itself rather than
+// for a request: before it serves, and in the background.
+type Maintenance interface {
 	// Migrate applies pending schema migrations.
 	Migrate(ctx context.Context) error
 	// Warm opens the pool's idle connections before the API serves, so
 	// the first requests after a start do not each wait for one.
 	Warm(ctx context.Context) error
+	// CompactTermCounts folds the term-count changes writers appended
+	// (PostgreSQL) into the kept counts, returning how many terms moved.
+	// The API calls it every second; a no-op on SQLite.
+	CompactTermCounts(ctx context.Context) (int64, error)
+}
 
+// Resources reads the stored resources and their adapter statuses outside
+// a transaction: requests' reads, searches, and start-up passes.
+type Resources interface {
+	// Dialect tells the search translator which SQL to emit for a
+	// ListQuery's Where.
+	Dialect() search.Dialect
 	// GetResource reads a resource of a kind, or of any kind when kind is
 	// "": ErrNotFound for another tenant's, as for a random id (the
 	// caller's scope, see the package comment).
@@ -62,14 +90,18 @@ type Store interface {
 	// CountResources counts the stored resources of a kind (deleting ones
 	// included: their workflows still run).
 	CountResources(ctx context.Context, kind string) (int64, error)
-	// CompactTermCounts folds the term-count changes writers appended
-	// (PostgreSQL) into the kept counts, returning how many terms moved.
-	// The API calls it every second; a no-op on SQLite.
-	CompactTermCounts(ctx context.Context) (int64, error)
+}
 
+// Transactions are the only way to change resources, so that a change, its
+// statuses and its outbox row commit together or not at all.
+type Transactions interface {
 	// InTx runs fn in one transaction; fn's error rolls it back.
 	InTx(ctx context.Context, fn func(Tx) error) error
+}
 
+// Outbox is the relay's side of the outbox: reading the reconcile requests
+// transactions wrote (OutboxWrites) and removing them once delivered.
+type Outbox interface {
 	// PendingOutbox returns the oldest undelivered reconcile requests.
 	PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, error)
 	// AckOutbox removes delivered entries.
@@ -82,12 +114,13 @@ type Store interface {
 	// OutboxBacklog counts undelivered entries and returns when the oldest
 	// was written (zero when there is none), for the relay-lag metrics.
 	OutboxBacklog(ctx context.Context) (pending int64, oldest time.Time, err error)
+}
 
+// Settings are small values the API keeps between starts, shared by its
+// replicas: what the workflows and the aggregation were last given.
+type Settings interface {
 	GetSetting(ctx context.Context, key string) (string, bool, error)
 	PutSetting(ctx context.Context, key, value string) error
-
-	Admissions
-	ChangeLog
 }
 
 // LiveRef identifies a stored resource.
@@ -105,10 +138,21 @@ type ChildRef struct {
 	LiveRef
 }
 
-// Tx is what a transaction may do. Every method that changes a resource
-// expects the caller to hold its row lock (LockResource) first; locks are
-// taken parent before child so concurrent requests cannot deadlock.
+// Tx is what a transaction may do: every part below. Every method that
+// changes a resource expects the caller to hold its row lock
+// (LockResource) first; locks are taken parent before child so concurrent
+// requests cannot deadlock.
 type Tx interface {
+	ResourceWrites
+	Hierarchy
+	Reports
+	References
+	OutboxWrites
+}
+
+// ResourceWrites take resources' row locks and change the resources under
+// them.
+type ResourceWrites interface {
 	// LockResource reads a resource and locks its row until the end of the
 	// transaction (SELECT ... FOR UPDATE on PostgreSQL; SQLite transactions
 	// are IMMEDIATE and so already exclusive). Another tenant's row is
@@ -125,6 +169,14 @@ type Tx interface {
 	// search-index triggers, whose mere invocation cost status reports
 	// 40% of their rate even though they change nothing.
 	UpdateState(ctx context.Context, r *resource.Resource) error
+	// RemoveResource deletes a resource with its children and all their
+	// statuses.
+	RemoveResource(ctx context.Context, id string) error
+}
+
+// Hierarchy reads a resource's direct children: a deletion cascades to
+// them and waits for them, and a parent's recovery wakes them.
+type Hierarchy interface {
 	// Children lists (and locks) the direct children of a resource.
 	Children(ctx context.Context, parentID string) ([]resource.Resource, error)
 	CountChildren(ctx context.Context, parentID string) (int, error)
@@ -132,8 +184,22 @@ type Tx interface {
 	// neither being deleted nor Reconciled, without locking them: enough
 	// to tell their workflows.
 	WaitingChildren(ctx context.Context, parentID string) ([]ChildRef, error)
+}
+
+// Reports are the adapter statuses of a resource: read to aggregate its
+// conditions, written by a status report, which also starts its round.
+type Reports interface {
 	Statuses(ctx context.Context, resourceID string) ([]resource.AdapterStatus, error)
 	PutStatus(ctx context.Context, resourceID string, st resource.AdapterStatus) error
+	// StartRound marks the round admitted for a resource (Admissions) at
+	// generation or before as started: one of its adapters reported at
+	// generation.
+	StartRound(ctx context.Context, resourceID string, generation int64, at time.Time) error
+}
+
+// References is the index of typed links by target, so that a resource
+// still referenced cannot be deleted.
+type References interface {
 	// SetReferences replaces the links of a resource (stored with it by
 	// CreateResource and UpdateResource) in the index Referrers reads.
 	SetReferences(ctx context.Context, resourceID string, links []resource.Link) error
@@ -141,14 +207,12 @@ type Tx interface {
 	// among excludeIDs and link to any of targetIDs: at most limit of them,
 	// with their total.
 	Referrers(ctx context.Context, targetIDs, excludeIDs []string, limit int) ([]resource.Resource, int64, error)
-	// RemoveResource deletes a resource with its children and all their
-	// statuses.
-	RemoveResource(ctx context.Context, id string) error
+}
+
+// OutboxWrites write a reconcile request in the transaction of the change
+// that needs it, so a crash between commit and hand-off cannot lose it.
+type OutboxWrites interface {
 	AppendOutbox(ctx context.Context, e OutboxEntry) error
-	// StartRound marks the round admitted for a resource (Admissions) at
-	// generation or before as started: one of its adapters reported at
-	// generation.
-	StartRound(ctx context.Context, resourceID string, generation int64, at time.Time) error
 }
 
 // ListQuery selects a page of resources.
