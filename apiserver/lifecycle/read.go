@@ -143,7 +143,8 @@ func (s *Service) searchFor(ctx context.Context, kind, parentID, query string, i
 				return search.Where{}, err
 			}
 		}
-		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: indexed, Disallowed: k.SearchDisallowed}
+		opts = search.Options{Table: "resources", OwnerReferences: k.ParentKind != "", Indexed: indexed, Disallowed: k.SearchDisallowed,
+			RefTypes: refTypes(k)} // empty, not nil, when it declares none: a search for one is refused
 	} else {
 		opts.Disallowed = s.disallowedAnywhere
 	}

@@ -116,6 +116,8 @@ func (t *translator) compare(f field, op tsl.Operator, right *tsl.TSLNode) (stri
 		return t.specCompare(f, op, lit)
 	case conditionField:
 		return t.conditionCompare(f, op, lit)
+	case referenceField:
+		return t.referenceCompare(f, op, lit)
 	}
 	return "", errorf("%s cannot be compared", f.name)
 }
@@ -259,6 +261,44 @@ func (t *translator) conditionCompare(f field, op tsl.Operator, lit literal) (st
 		return "(NOT " + exists + ")", nil
 	case pre != "":
 		return "(" + pre + " AND " + exists + ")", nil
+	}
+	return exists, nil
+}
+
+// referenceCompare finds the resources with a link to the target id
+// (of f.refType, or of any type): = and in find the referrers, != the
+// others.
+func (t *translator) referenceCompare(f field, op tsl.Operator, lit literal) (string, error) {
+	if op != tsl.OpEQ && op != tsl.OpNE {
+		return "", errorf("%s only compares with =, != or in", f.name)
+	}
+	if lit.isNum || lit.isBool || lit.isTime {
+		return "", errorf("%s is an id; quote the value, e.g. %s = '%s'", f.name, f.name, lit.text)
+	}
+	var exists string
+	switch {
+	case t.opts.Indexed:
+		exists = "EXISTS (SELECT 1 FROM resource_references AS rr WHERE rr.resource_id = " + t.opts.Table + ".id AND rr.target_id = " + t.bind(lit.text)
+		if f.refType != "" {
+			exists += " AND rr.ref_type = " + t.bind(f.refType)
+		}
+		exists += ")"
+	case t.dialect == Postgres:
+		link := map[string]string{"id": lit.text}
+		if f.refType != "" {
+			link["ref_type"] = f.refType
+		}
+		doc, _ := json.Marshal([]map[string]string{link})
+		exists = t.opts.Table + ".refs @> " + t.bind(string(doc)) + "::jsonb"
+	default:
+		exists = "EXISTS (SELECT 1 FROM json_each(" + t.opts.Table + ".refs) AS rl WHERE json_extract(rl.value, '$.id') = " + t.bind(lit.text)
+		if f.refType != "" {
+			exists += " AND json_extract(rl.value, '$.ref_type') = " + t.bind(f.refType)
+		}
+		exists += ")"
+	}
+	if op == tsl.OpNE {
+		return "(NOT " + exists + ")", nil
 	}
 	return exists, nil
 }

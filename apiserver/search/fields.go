@@ -5,6 +5,7 @@ package search
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +21,7 @@ const (
 	labelField
 	specField
 	conditionField
+	referenceField
 )
 
 type field struct {
@@ -29,6 +31,9 @@ type field struct {
 	key    string   // label key
 	path   []string // spec path
 	cond   string   // condition type
+	// refType is the reference type of references.<type>.id; "" for
+	// references.id, a link of any type.
+	refType string
 }
 
 var scalarFields = map[string]struct {
@@ -85,6 +90,8 @@ func (t *translator) resolveField(name string) (field, error) {
 			return field{}, err
 		}
 		return field{name: name, kind: specField, path: path}, nil
+	case strings.HasPrefix(name, "references."):
+		return t.referenceField(name)
 	case strings.HasPrefix(name, "status.conditions."):
 		ct := strings.TrimPrefix(name, "status.conditions.")
 		if !conditionTypePattern.MatchString(ct) {
@@ -92,8 +99,29 @@ func (t *translator) resolveField(name string) (field, error) {
 		}
 		return field{name: name, kind: conditionField, cond: ct}, nil
 	}
-	return field{}, errorf("unknown field %q; searchable fields are id, name, generation, created_time, updated_time, deleted_time, created_by, updated_by, labels.<key>, spec.<path>, status.conditions.<Type>%s",
+	return field{}, errorf("unknown field %q; searchable fields are id, name, generation, created_time, updated_time, deleted_time, created_by, updated_by, labels.<key>, spec.<path>, status.conditions.<Type>, references.id, references.<ref_type>.id%s",
 		name, map[bool]string{true: ", owner_references.id", false: ""}[t.opts.OwnerReferences])
+}
+
+// referenceField resolves references.id (a link of any type to the
+// target) and references.<ref_type>.id; a ref_type the kind does not
+// declare is refused, so a typo is not an empty page.
+func (t *translator) referenceField(name string) (field, error) {
+	if t.opts.RefTypes != nil && len(t.opts.RefTypes) == 0 {
+		return field{}, errorf("%s: this kind declares no references", name)
+	}
+	rest := strings.TrimPrefix(name, "references.")
+	if rest == "id" {
+		return field{name: name, kind: referenceField}, nil
+	}
+	refType, ok := strings.CutSuffix(rest, ".id")
+	if !ok || !specSegmentPattern.MatchString(refType) {
+		return field{}, errorf("%q: find referrers by the target's id, as references.id (a link of any type) or references.<ref_type>.id, e.g. references.wif_config.id = '<id>'", name)
+	}
+	if t.opts.RefTypes != nil && !slices.Contains(t.opts.RefTypes, refType) {
+		return field{}, errorf("%s: this kind declares no reference %q; its ref_types are %s", name, refType, strings.Join(t.opts.RefTypes, ", "))
+	}
+	return field{name: name, kind: referenceField, refType: refType}, nil
 }
 
 func labelKey(name string) (string, error) {

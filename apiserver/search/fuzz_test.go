@@ -23,6 +23,7 @@ func FuzzTranslate(f *testing.F) {
 		"name ~= '^a.*'",
 		"labels.shard = '3' and status.conditions.Ready = true and spec.nodes = 3",
 		"spec['node-pool'].enabled = false and (labels.a = 'b' and status.conditions.Available = 'False')",
+		"references.wif_config.id in ('a', 'b') and references.id != 'c'",
 	} {
 		f.Add(seed)
 	}

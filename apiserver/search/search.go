@@ -59,6 +59,12 @@ type Options struct {
 	// conjunction of such equalities its TermPlan (Where.Plan), on both
 	// backends.
 	Indexed bool
+	// RefTypes are the reference types the searched kind declares, for
+	// references.<ref_type>.id: nil takes any (a list across kinds), an
+	// empty list none. The links are read from resource_references
+	// (indexed by target) when Indexed, else from the row's refs
+	// document, which the change log keeps too.
+	RefTypes []string
 	// Disallowed, when set, refuses the fields it reports true for (a
 	// kind's search_disallowed_fields).
 	Disallowed func(field string) bool

@@ -105,6 +105,71 @@ func TestTranslateOwnerReferences(t *testing.T) {
 	}
 }
 
+// Referrers: a link to the target id, of one type or of any; read from
+// resource_references when the resources table is searched (Indexed),
+// from the row's refs document otherwise (the change log).
+func TestTranslateReferences(t *testing.T) {
+	indexed := Options{Table: "resources", Indexed: true, RefTypes: []string{"wif_config", "channel"}}
+	logged := Options{Table: "resources", RefTypes: []string{"wif_config"}}
+	tests := []struct {
+		query   string
+		dialect Dialect
+		opts    Options
+		sql     string
+		args    []any
+	}{
+		{"references.wif_config.id = 'w1'", Postgres, indexed,
+			"EXISTS (SELECT 1 FROM resource_references AS rr WHERE rr.resource_id = resources.id AND rr.target_id = ? AND rr.ref_type = ?)", []any{"w1", "wif_config"}},
+		{"references.id = 'w1'", SQLite, indexed,
+			"EXISTS (SELECT 1 FROM resource_references AS rr WHERE rr.resource_id = resources.id AND rr.target_id = ?)", []any{"w1"}},
+		{"references.channel.id in ('a', 'b')", SQLite, indexed,
+			"(EXISTS (SELECT 1 FROM resource_references AS rr WHERE rr.resource_id = resources.id AND rr.target_id = ? AND rr.ref_type = ?) OR EXISTS (SELECT 1 FROM resource_references AS rr WHERE rr.resource_id = resources.id AND rr.target_id = ? AND rr.ref_type = ?))",
+			[]any{"a", "channel", "b", "channel"}},
+		{"references.wif_config.id != 'w1'", Postgres, indexed,
+			"(NOT EXISTS (SELECT 1 FROM resource_references AS rr WHERE rr.resource_id = resources.id AND rr.target_id = ? AND rr.ref_type = ?))", []any{"w1", "wif_config"}},
+		{"references.wif_config.id = 'w1'", Postgres, logged, "resources.refs @> ?::jsonb", []any{`[{"id":"w1","ref_type":"wif_config"}]`}},
+		{"references.id = 'w1'", Postgres, logged, "resources.refs @> ?::jsonb", []any{`[{"id":"w1"}]`}},
+		{"references.wif_config.id = 'w1'", SQLite, logged,
+			"EXISTS (SELECT 1 FROM json_each(resources.refs) AS rl WHERE json_extract(rl.value, '$.id') = ? AND json_extract(rl.value, '$.ref_type') = ?)", []any{"w1", "wif_config"}},
+		// Across kinds (nil RefTypes) any type is taken.
+		{"references.anything.id = 'x'", SQLite, Options{Table: "resources", Indexed: true},
+			"EXISTS (SELECT 1 FROM resource_references AS rr WHERE rr.resource_id = resources.id AND rr.target_id = ? AND rr.ref_type = ?)", []any{"x", "anything"}},
+	}
+	for _, tc := range tests {
+		w, err := Translate(tc.query, tc.dialect, tc.opts)
+		if err != nil {
+			t.Errorf("Translate(%q): %v", tc.query, err)
+			continue
+		}
+		if w.SQL != tc.sql || fmt.Sprint(w.Args) != fmt.Sprint(tc.args) {
+			t.Errorf("Translate(%q)\n got %s %v\nwant %s %v", tc.query, w.SQL, w.Args, tc.sql, tc.args)
+		}
+		if w.Plan != nil {
+			t.Errorf("Translate(%q) has a term plan; references are not in the term index", tc.query)
+		}
+	}
+	for _, c := range []struct {
+		query string
+		opts  Options
+		want  string
+	}{
+		{"references.channel.id = 'x'", logged, `declares no reference "channel"; its ref_types are wif_config`},
+		{"references.wif_config.id = 'x'", Options{Table: "resources", RefTypes: []string{}}, "this kind declares no references"},
+		{"references.id = 'x'", Options{Table: "resources", RefTypes: []string{}}, "this kind declares no references"},
+		{"references.wif_config = 'x'", logged, "find referrers by the target's id"},
+		{"references.a b.id = 'x'", logged, "not valid TSL"},
+		{"references.wif_config.id > 'x'", logged, "only compares with =, != or in"},
+		{"references.wif_config.id = 5", logged, "quote the value"},
+		{"references.wif_config.id like 'x%'", logged, "like only applies to text fields"},
+	} {
+		_, err := Translate(c.query, SQLite, c.opts)
+		var se *Error
+		if !errors.As(err, &se) || !strings.Contains(se.Message, c.want) {
+			t.Errorf("Translate(%q) = %v, want a message with %q", c.query, err, c.want)
+		}
+	}
+}
+
 // A kind's search_disallowed_fields keep those fields, and everything
 // under them, out of its searches; other fields stay searchable.
 func TestTranslateDisallowedFields(t *testing.T) {
