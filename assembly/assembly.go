@@ -142,6 +142,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	app.Server.AddReadinessCheck(apiserver.Check{Name: "workflow-engine", Check: s.Relay.Check})
 	s.goRun(func() error { return s.Relay.Run(runCtx) })
 	s.goRun(func() error { return app.Server.Serve(runCtx, ln) })
+	s.goRun(func() error { return s.budgetReads(runCtx, reads) })
 
 	if !cfg.NoWorkers {
 		if err := s.startWorkers(loaded.engines); err != nil {
@@ -152,6 +153,26 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		}
 	}
 	return s, nil
+}
+
+// budgetReads lowers the budget of the reconciliation endpoint's reads of
+// Temporal while the relay holds changes back for admission, and restores
+// it once none wait (reconciliation.ReadBudget), checking once a second.
+func (s *System) budgetReads(ctx context.Context, reads *reconciliation.SharedReader) error {
+	base := s.cfg.ReconciliationReadsPerSecond
+	if base <= 0 {
+		base = guard.DefaultPerSecond
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			reads.SetPerSecond(reconciliation.ReadBudget(base, s.Relay.Admission().Pending))
+		}
+	}
 }
 
 // loadedWorkers is what the in-process workers need before they start.

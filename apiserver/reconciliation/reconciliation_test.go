@@ -83,3 +83,22 @@ func TestBuild(t *testing.T) {
 		})
 	}
 }
+
+func TestReadBudget(t *testing.T) {
+	for _, c := range []struct {
+		base    float64
+		waiting int
+		want    float64
+	}{
+		{10, 0, 10},
+		{10, 1, 1},
+		{100, 5000, 10},
+		{5, 3, 1}, // never below one a second
+		{0.5, 0, 0.5},
+		{0.5, 2, 0.5}, // nor above base
+	} {
+		if got := ReadBudget(c.base, c.waiting); got != c.want {
+			t.Errorf("ReadBudget(%g, %d) = %g, want %g", c.base, c.waiting, got, c.want)
+		}
+	}
+}

@@ -31,6 +31,23 @@ func NewSharedReader(r Reader, cfg guard.Config) (*SharedReader, error) {
 	return &SharedReader{reader: r, group: g}, nil
 }
 
+// SetPerSecond changes the replica's budget of reads a second.
+func (s *SharedReader) SetPerSecond(perSecond float64) { s.group.SetPerSecond(perSecond) }
+
+// ReadBudget is the budget of reads a second while waiting changes are
+// held back for admission (waiting > 0): a tenth of base, at least one
+// (or base, when that is less).
+// Admission control holds work back when Temporal is at the load it can
+// take; a read of a workflow (a describe and a query, about 12 ms of
+// CPU across Temporal, its database and the workers on a 2-core
+// machine) would take from that capacity what the reconciles need.
+func ReadBudget(base float64, waiting int) float64 {
+	if waiting <= 0 {
+		return base
+	}
+	return min(base, max(1, base/10))
+}
+
 // Read reads the workflow of a resource, sharing the read.
 func (s *SharedReader) Read(ctx context.Context, kind, id string) (Workflow, error) {
 	return s.group.Do(ctx, kind+"/"+id, func(ctx context.Context) (Workflow, error) {

@@ -91,6 +91,21 @@ func New[V any](cfg Config) (*Group[V], error) {
 		entries: map[string]*entry[V]{}}, nil
 }
 
+// SetPerSecond changes the budget of reads a second from now on (at least
+// one a second; a bad value is ignored): reads already waiting keep their
+// turn.
+func (g *Group[V]) SetPerSecond(perSecond float64) {
+	if perSecond <= 0 || math.IsNaN(perSecond) || math.IsInf(perSecond, 0) {
+		return
+	}
+	now := g.cfg.Now()
+	g.limit.SetLimitAt(now, rate.Limit(perSecond))
+	g.limit.SetBurstAt(now, max(1, int(perSecond)))
+}
+
+// PerSecond is the budget of reads a second.
+func (g *Group[V]) PerSecond() float64 { return float64(g.limit.Limit()) }
+
 // Do returns the value of key: the result of a read completed less than
 // Reuse ago, or of the read in flight, or of a new read. The read runs on
 // its own (read gets ctx's values, not its cancellation), so a caller that

@@ -204,6 +204,32 @@ func TestBudgetWaitsThenRefuses(t *testing.T) {
 	}
 }
 
+// A lower budget takes effect at once for new reads; a bad value is
+// ignored.
+func TestSetPerSecond(t *testing.T) {
+	c := newClock()
+	g := newGroup(t, c, 10)
+	var r counting
+	g.SetPerSecond(1)
+	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		g.SetPerSecond(bad)
+	}
+	if g.PerSecond() != 1 {
+		t.Fatalf("budget %g after bad values, want 1", g.PerSecond())
+	}
+	// One at once, the next a second away (admitted at the longest
+	// wait), the one after refused.
+	busy := 0
+	for i := range 3 {
+		if _, err := g.Do(context.Background(), string(rune('a'+i)), r.read); errors.Is(err, ErrBusy) {
+			busy++
+		}
+	}
+	if busy != 1 || r.n.Load() != 2 {
+		t.Errorf("at 1 a second: %d refused and %d read, want 1 and 2", busy, r.n.Load())
+	}
+}
+
 func TestCallerThatLeavesDoesNotCancelTheSharedRead(t *testing.T) {
 	c := newClock()
 	g := newGroup(t, c, 100)
