@@ -73,11 +73,13 @@ type options struct {
 	// adapterWorkers moves the adapters into processes of their own.
 	adapterWorkers int
 	hyperfleet     string
-	rate           float64
-	handoffRate    float64
-	noAdmission    bool
-	historyShards  int
-	handoffTarget  time.Duration
+	// readers poll the reconciliation endpoint during a burst.
+	readers       int
+	rate          float64
+	handoffRate   float64
+	noAdmission   bool
+	historyShards int
+	handoffTarget time.Duration
 }
 
 func main() {
@@ -102,6 +104,7 @@ func main() {
 	flag.BoolVar(&o.noAdmission, "no-admission", false, "turn the relay's admission control off (--relay-admission=false), to measure what it prevents")
 	flag.IntVar(&o.workers, "workers", 2, "production mode: worker processes (each hosts the reconciler and every adapter)")
 	flag.IntVar(&o.adapterWorkers, "adapter-workers", 0, "production mode: host the adapters in this many processes of their own instead of beside the reconciler (as the Helm chart deploys them)")
+	flag.IntVar(&o.readers, "reconciliation-readers", 0, "burst: this many REST clients poll GET /clusters/{id}/reconciliation of random clusters from the last create until all are Reconciled (each waits 1 s after a 503)")
 	flag.StringVar(&o.hyperfleet, "hyperfleet", "", "production mode: the hyperfleet binary the API replicas and workers run (default bin/hyperfleet)")
 	flag.Parse()
 	if o.cpuProfile != "" {

@@ -58,9 +58,20 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 	if err != nil {
 		return err
 	}
+	var rd *readers
+	rctx, stopReaders := context.WithCancel(ctx)
+	defer stopReaders()
+	if b.o.readers > 0 {
+		rd = sys.api.readReconciliation(rctx, ids, b.o.readers)
+	}
 	all, err := sys.api.waitAll(ctx, b.o.timeout, "Reconciled", reconciledAt(1))
 	if err != nil {
 		return err
+	}
+	if rd != nil {
+		stopReaders()
+		rd.stop()
+		b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: %s", mode, len(all), rd.summary(b.o.readers)))
 	}
 	kubeAfter, err := b.kubeRequests(ctx)
 	if err != nil {
