@@ -346,6 +346,39 @@ func (s *Server) forceDelete(ref refFunc) func(c *gin.Context) error {
 	}
 }
 
+// assignTenancy gives a resource stored before the tenancy file was in
+// place, and its subtree, the tenancy the body holds (in the shape a
+// resource returns it), checked as the tenancy file checks what tenants
+// send. Only system callers get here (systemOnly).
+func (s *Server) assignTenancy(ref refFunc) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
+		var t map[string]string
+		if err := s.decode(c, &t); err != nil {
+			return err
+		}
+		if s.cfg.Tenancy == nil {
+			return problem.New(http.StatusBadRequest, problem.CodeValidation,
+				"the API runs without a tenancy file (--tenancy-file), so resources have no tenancy and none can be assigned")
+		}
+		if ps := s.cfg.Tenancy.CheckTenancy(t); len(ps) > 0 {
+			errs := make([]problem.FieldError, 0, len(ps))
+			for _, p := range ps {
+				fe := problem.FieldError{Field: p.Field, Constraint: "tenancy", Message: p.Message + "; " + p.Fix}
+				if v, ok := t[p.Field]; ok {
+					fe.Value = problem.Truncate(v, 64)
+				}
+				errs = append(errs, fe)
+			}
+			return problem.Validation(errs...)
+		}
+		r, err := s.svc.AssignTenancy(c.Request.Context(), ref(c), t, identity(c))
+		if err != nil {
+			return err
+		}
+		return writeResource(c, http.StatusOK, r)
+	}
+}
+
 func (s *Server) listStatuses(ref refFunc) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
 		pg, err := pageParams(c)

@@ -219,8 +219,19 @@ func (s *Server) tenantsOnly(c *gin.Context) {
 }
 
 func (s *Server) systemOnly(c *gin.Context) {
+	s.onlySystem(c, "only system callers (the adapters) may report adapter status: a tenant's report could mark a resource Ready that is not")
+}
+
+// adoptersOnly: only a system caller (an operator with the system
+// credential) assigns a tenancy to a resource stored without one; a
+// tenant could otherwise claim any of them.
+func (s *Server) adoptersOnly(c *gin.Context) {
+	s.onlySystem(c, "only system callers may assign a tenancy to a resource stored before the tenancy file was in place")
+}
+
+func (s *Server) onlySystem(c *gin.Context, why string) {
 	if caller, _ := c.Get(callerKey); caller == nil || !caller.(tenancy.Caller).System {
-		s.refuseRole(c, "only system callers (the adapters) may report adapter status: a tenant's report could mark a resource Ready that is not")
+		s.refuseRole(c, why)
 		return
 	}
 	c.Next()

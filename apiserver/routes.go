@@ -99,13 +99,13 @@ func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
 		return r
 	}
 	item := collection + "/:" + param
-	// With tenancy, writes of resources are for tenants and writes of
-	// statuses for system callers (tenantsOnly, systemOnly); both are
-	// decided before the resource is read, so a refusal says nothing
-	// about whether it exists.
-	var tenants, system []gin.HandlerFunc
+	// With tenancy, writes of resources are for tenants, writes of
+	// statuses and tenancy assignments for system callers (tenantsOnly,
+	// systemOnly, adoptersOnly); each is decided before the resource is
+	// read, so a refusal says nothing about whether it exists.
+	var tenants, system, adopters []gin.HandlerFunc
 	if s.cfg.Tenancy != nil {
-		tenants, system = []gin.HandlerFunc{s.tenantsOnly}, []gin.HandlerFunc{s.systemOnly}
+		tenants, system, adopters = []gin.HandlerFunc{s.tenantsOnly}, []gin.HandlerFunc{s.systemOnly}, []gin.HandlerFunc{s.adoptersOnly}
 	}
 	with := func(roles []gin.HandlerFunc, h gin.HandlerFunc) []gin.HandlerFunc {
 		return append(append([]gin.HandlerFunc{}, roles...), h)
@@ -119,6 +119,11 @@ func (s *Server) kindRoutes(api *gin.RouterGroup, k resource.Kind) {
 	api.GET(item+"/reconciliation", s.handle(s.reconciliationOf(ref)))
 	api.PUT(item+"/statuses", with(system, s.handle(s.reportStatus(ref)))...)
 	api.POST(item+"/statuses", with(system, s.handle(s.reportStatus(ref)))...)
+	if k.ParentKind == "" {
+		// Adoption of resources stored before tenancy, by system callers;
+		// a child has its parent's tenancy and follows it.
+		api.PUT(item+"/tenancy", with(adopters, s.handle(s.assignTenancy(ref)))...)
+	}
 }
 
 // resourceIDParam is the id parameter of GET /resources/{resource_id}.

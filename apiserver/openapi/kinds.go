@@ -15,7 +15,7 @@ import (
 var (
 	rootPaths = []string{
 		"/clusters", "/clusters/{cluster_id}", "/clusters/{cluster_id}/force-delete", "/clusters/{cluster_id}/statuses",
-		"/clusters/{cluster_id}/reconciliation",
+		"/clusters/{cluster_id}/reconciliation", "/clusters/{cluster_id}/tenancy",
 	}
 	childPaths = []string{
 		"/nodepools", "/clusters/{cluster_id}/nodepools", "/clusters/{cluster_id}/nodepools/{nodepool_id}",

@@ -49,6 +49,7 @@ const (
 	CodeNotDeleted       Code = "HYPERFLEET-CNF-003" // force-delete of a resource that is not soft-deleted
 	CodeHasChildren      Code = "HYPERFLEET-CNF-004" // delete of a resource whose live children restrict it
 	CodeReferenced       Code = "HYPERFLEET-CNF-005" // delete of a resource that live resources still reference
+	CodeHasTenancy       Code = "HYPERFLEET-CNF-006" // a tenancy assigned to a resource that has another one (adoption is for resources without)
 	CodeInternal         Code = "HYPERFLEET-INT-001" // unexpected server fault
 	CodeUnavailable      Code = "HYPERFLEET-SVC-001" // a dependency (database) is unavailable or the server is shutting down
 	CodeRequestTimeout   Code = "HYPERFLEET-SVC-002" // the request did not finish in time

@@ -64,7 +64,8 @@ type resourceRow struct {
 	DeletedBy      string
 	// Tenant is the resource's tenancy in canonical form ("" without
 	// tenancy; schema version 10). Read-only to gorm: CreateResource
-	// writes it, and nothing changes it afterwards.
+	// writes it, and only AssignTenancy changes it afterwards, once, for
+	// a row stored without one.
 	Tenant string `gorm:"->"`
 }
 

@@ -172,6 +172,14 @@ type ResourceWrites interface {
 	// RemoveResource deletes a resource with its children and all their
 	// statuses.
 	RemoveResource(ctx context.Context, id string) error
+	// AssignTenancy writes the tenancy, updated_time and updated_by of
+	// resources stored without a tenancy (before the tenancy file was in
+	// place): the adoption of a resource with its subtree, all locked
+	// by the caller. It keeps what follows a tenancy in step: the tenant's
+	// search term (and so its kept count), the resources' outbox rows and
+	// the change log. ErrNameConflict when a name is taken in the new
+	// tenancy; ErrNotFound when one of them is gone or has a tenancy.
+	AssignTenancy(ctx context.Context, rs ...*resource.Resource) error
 }
 
 // Hierarchy reads a resource's direct children: a deletion cascades to

@@ -334,3 +334,111 @@ func TestTenancyUpgradeInPlace(t *testing.T) {
 		}
 	})
 }
+
+// AssignTenancy gives resources of no tenancy one, with what follows a
+// tenancy: the tenant's lists and kept counts, the outbox rows and the
+// change log. A name the tenancy uses, or a resource that has a tenancy,
+// changes nothing.
+func TestAssignTenancy(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		acme := map[string]string{"org": "acme"}
+		old, pool, clash := cluster("c1", "legacy"), nodePool("n1", "c1", "pool"), cluster("c2", "taken")
+		own := cluster("c3", "taken")
+		own.Tenancy = acme
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			for _, r := range []*resource.Resource{old, pool, clash, own} {
+				if err := tx.CreateResource(ctx, r); err != nil {
+					return err
+				}
+			}
+			return tx.AppendOutbox(ctx, store.OutboxEntry{Kind: old.Kind, ResourceID: old.ID, Generation: 1, Reason: store.OutboxCreated, CreatedTime: now})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, err := s.ReadChanges(ctx, store.ChangeQuery{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := changes[len(changes)-1].Seq
+		assign := func(id string, tenancy map[string]string, ids ...string) error {
+			return s.InTx(ctx, func(tx store.Tx) error {
+				var rs []*resource.Resource
+				for _, id := range append([]string{id}, ids...) {
+					kind := resource.KindCluster
+					if strings.HasPrefix(id, "n") {
+						kind = resource.KindNodePool
+					}
+					r, err := tx.LockResource(ctx, kind, id)
+					if err != nil {
+						return err
+					}
+					r.Tenancy, r.UpdatedTime, r.UpdatedBy = tenancy, now.Add(time.Hour), "operator"
+					rs = append(rs, r)
+				}
+				return tx.AssignTenancy(ctx, rs...)
+			})
+		}
+		if err := assign("c2", acme); !errors.Is(err, store.ErrNameConflict) {
+			t.Errorf("a name acme uses: %v, want a name conflict", err)
+		}
+		if err := assign("c3", map[string]string{"org": "globex"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a resource of another tenancy: %v, want not found", err)
+		}
+		if err := assign("c1", acme, "n1"); err != nil {
+			t.Fatalf("adopt c1 with its node pool: %v", err)
+		}
+		for _, id := range []string{"c1", "n1"} {
+			r, err := s.GetResource(ctx, "", id)
+			if err != nil || fmt.Sprint(r.Tenancy) != "map[org:acme]" || r.UpdatedBy != "operator" || !r.UpdatedTime.Equal(now.Add(time.Hour)) || r.Generation != 1 {
+				t.Errorf("%s after adoption: %+v, %v", id, r, err)
+			}
+		}
+		if r, err := s.GetResource(ctx, "", "c2"); err != nil || r.Tenancy != nil || r.UpdatedBy != "a@example.com" {
+			t.Errorf("the clashing resource changed: %+v, %v", r, err)
+		}
+		if r, err := s.GetResource(ctx, "", "c3"); err != nil || fmt.Sprint(r.Tenancy) != "map[org:acme]" {
+			t.Errorf("the resource of another tenancy changed: %+v, %v", r, err)
+		}
+		// The tenant's lists, on the term index and off it, with totals
+		// from the kept counts.
+		for _, indexed := range []bool{true, false} {
+			if ids, total := walkTenant(t, s, resource.KindCluster, "org=acme", "", indexed, nil, 10); total != 2 || !sameSet(ids, []string{"c1", "c3"}) {
+				t.Errorf("acme's clusters (indexed %t): %v (total %d)", indexed, ids, total)
+			}
+			if ids, total := walkTenant(t, s, resource.KindNodePool, "org=acme", "labels.env = 'dev'", indexed, nil, 10); total != 1 || ids[0] != "n1" {
+				t.Errorf("acme's node pools (indexed %t): %v (total %d)", indexed, ids, total)
+			}
+		}
+		if _, err := s.CompactTermCounts(ctx); err != nil {
+			t.Fatal(err)
+		}
+		kept, held, err := store.TermCounts(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(kept, held) || kept["t:org=acme Cluster"] != 2 || kept["t:org=acme NodePool"] != 1 {
+			t.Errorf("kept term counts %v, term rows %v", kept, held)
+		}
+		rows, err := s.PendingOutbox(ctx, 10)
+		if err != nil || len(rows) != 1 || rows[0].Tenant != "org=acme" {
+			t.Errorf("the outbox row of the adopted cluster: %+v, %v", rows, err)
+		}
+		changes, err = s.ReadChanges(ctx, store.ChangeQuery{After: seen, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logged []string
+		for _, c := range changes {
+			logged = append(logged, fmt.Sprintf("%s %s %s", c.Type, c.Resource.ID, c.Tenant))
+		}
+		if want := []string{"MODIFIED c1 org=acme", "MODIFIED n1 org=acme"}; !slices.Equal(logged, want) {
+			t.Errorf("change log after the adoptions: %v, want %v", logged, want)
+		}
+		// Once assigned, a tenancy does not move.
+		if err := assign("c1", map[string]string{"org": "globex"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a second assignment: %v, want not found", err)
+		}
+	})
+}

@@ -52,7 +52,8 @@ func termPlan(q ListQuery, order []search.OrderTerm) *search.TermPlan {
 
 // tenantTerm is the term every resource of a tenancy holds: t:<canonical
 // tenancy>, written by a trigger when the resource is stored (schema
-// version 10). No label, spec or condition term starts with "t:".
+// version 10), or by AssignTenancy when a resource stored without one is
+// adopted. No label, spec or condition term starts with "t:".
 func tenantTerm(tenant string) search.Where {
 	return search.Where{SQL: "?", Args: []any{"t:" + tenant}}
 }

@@ -78,8 +78,7 @@ func (c *Config) Resolve(req Request) (Caller, *Refusal) {
 			continue
 		}
 		if !ValidValue(v) {
-			return Caller{}, &Refusal{Source: d.Source(), Message: fmt.Sprintf(
-				"the tenancy dimension %s (%s) is %q: it must be 1 to %d letters, digits, '.', '_' or '-'", d.Key, d.Source(), clip(v), MaxValueLength)}
+			return Caller{}, &Refusal{Source: d.Source(), Message: invalidValue(d, v)}
 		}
 		t[d.Key] = v
 	}

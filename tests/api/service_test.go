@@ -148,6 +148,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 		"forceDeleteCluster":   {"204", "400", "404", "409"},
 		"putClusterStatus":     {"201", "204", "400", "404"},
 		"postClusterStatus":    {"201", "204", "400", "404"},
+		"assignClusterTenancy": {"200", "400", "403", "404", "409"},
 		"listClusters":         {"200", "400"},
 		"createNodePool":       {"201", "400", "404", "409"},
 		"getNodePool":          {"200", "404"},

@@ -19,7 +19,8 @@ import (
 // as the router lists it (a new route is covered without editing this
 // test), with another tenant's ids and with random ones, on every example
 // kind: the answers are the same problem document but for the id, and
-// nothing changes. Then references to, and searches for, another tenant's
+// nothing changes. The system callers' routes (status writes, PUT
+// .../tenancy) refuse a tenant with the same 403 for either. Then references to, and searches for, another tenant's
 // resources. The store reads and locks within the caller's tenancy
 // (apiserver/store TestScopedReadsAndLocks), so the other tenant's row is
 // missing exactly as a random id is: no 403, no other detail.
@@ -42,8 +43,9 @@ func TestTenancyForeignIDsAnswerAsRandom(t *testing.T) {
 				t.Fatalf("%s: no request body for this route; teach probeBody", route)
 			}
 			status, code := 404, "HYPERFLEET-NTF-001"
-			if method != "GET" && strings.HasSuffix(path, "/statuses") {
-				// Tenants do not write statuses, decided before any read.
+			if method != "GET" && strings.HasSuffix(path, "/statuses") || strings.HasSuffix(path, "/tenancy") {
+				// Tenants neither write statuses nor assign tenancies,
+				// decided before any read.
 				status, code = 403, "HYPERFLEET-AUZ-001"
 			}
 			for _, k := range kindsIn(t, path, kinds) {
@@ -56,8 +58,15 @@ func TestTenancyForeignIDsAnswerAsRandom(t *testing.T) {
 			}
 		}
 		// At least GET, PATCH, DELETE, force-delete, /reconciliation and
-		// the three of /statuses per kind.
-		if calls < 8*len(kinds) {
+		// the three of /statuses per kind, and /tenancy per kind without a
+		// parent.
+		roots := 0
+		for _, k := range kinds {
+			if k.ParentKind == "" {
+				roots++
+			}
+		}
+		if calls < 8*len(kinds)+roots {
 			t.Fatalf("only %d calls of routes with ids for %d kinds: the router's list is not what this test expects", calls, len(kinds))
 		}
 
@@ -166,6 +175,8 @@ func probeBody(method, path string, kinds []resource.Kind) (any, bool) {
 		return report("validation", 1, "True"), true
 	case last == "force-delete":
 		return map[string]any{"reason": "probe"}, true
+	case last == "tenancy":
+		return map[string]string{"org": "globex"}, true
 	case method == "PATCH":
 		return map[string]any{"labels": map[string]string{"probe": "patched"}}, true
 	case method == "POST":

@@ -183,6 +183,10 @@ func TestTenancyRoutes(t *testing.T) {
 			{method: "POST", path: c.Href + "/statuses", body: report("landing-zone", 1, "True"), want: statusWrite},
 			{method: "PUT", path: np.Href + "/statuses", body: report("np-configmap", 1, "True"), want: statusWrite},
 			{method: "POST", path: np.Href + "/statuses", body: report("np-configmap", 1, "False"), want: statusWrite},
+			// Adoption is the system callers'; the cluster has this
+			// tenancy already, so it changes nothing.
+			{method: "PUT", path: c.Href + "/tenancy", body: map[string]string{"org": "acme"},
+				want: map[string]int{acme.name: 403, globex.name: 403, system.name: 200, nobody.name: 403}},
 			{method: "PATCH", path: c.Href, body: map[string]any{"labels": map[string]string{"environment": "staging"}},
 				want: map[string]int{acme.name: 200, globex.name: 404, system.name: 403, nobody.name: 403}},
 			{method: "PATCH", path: np.Href, body: map[string]any{"spec": map[string]any{"replicas": 3}},

@@ -72,7 +72,9 @@ var (
 	// (HyperFleetTenant="org=acme,project=web") when the API runs with a
 	// tenancy file. It is set when the workflow starts and never changes
 	// (a resource keeps its tenancy); the workflow does not upsert it, and
-	// continue-as-new carries it to the next run with the others.
+	// continue-as-new carries it to the next run with the others. A
+	// resource stored before tenancy and adopted later (PUT .../tenancy)
+	// lacks it on a workflow that was already running.
 	AttrTenant = temporal.NewSearchAttributeKeyKeyword("HyperFleetTenant")
 )
 
