@@ -50,6 +50,13 @@ func (s *Server) reconciliationOf(ref refFunc) func(c *gin.Context) error {
 			return problem.New(http.StatusServiceUnavailable, problem.CodeWorkflowEngine,
 				"this API runs without a workflow engine, so no reconciliation can be read")
 		}
+		// The engine first: a read over the budget is refused before the
+		// queue position is counted, so a refusal costs one row read. In a
+		// burst the outbox is long and most callers are refused.
+		wf, err := src.Reader.Read(ctx, r.Kind, r.ID)
+		if err != nil {
+			return readProblem(ctx, err)
+		}
 		var q reconciliation.Queue
 		ahead, waiting, err := s.store.QueuePosition(ctx, r.ID)
 		if err != nil {
@@ -61,10 +68,6 @@ func (s *Server) reconciliationOf(ref refFunc) func(c *gin.Context) error {
 				rate = src.StartedPerSecond()
 			}
 			q = reconciliation.Queue{Waiting: true, Ahead: ahead, StartIn: time.Duration(float64(ahead+1) / max(rate, 1.0/60) * float64(time.Second))}
-		}
-		wf, err := src.Reader.Read(ctx, r.Kind, r.ID)
-		if err != nil {
-			return readProblem(ctx, err)
 		}
 		rep := reconciliation.Build(r, wf, q, s.svc.Registered(r.Kind), s.svc.Optional(r.Kind))
 		if wf.Found && s.systemCaller(ctx) {

@@ -38,9 +38,9 @@ func (s *SharedReader) SetPerSecond(perSecond float64) { s.group.SetPerSecond(pe
 // held back for admission (waiting > 0): a tenth of base, at least one
 // (or base, when that is less).
 // Admission control holds work back when Temporal is at the load it can
-// take; a read of a workflow (a describe and a query, about 12 ms of
-// CPU across Temporal, its database and the workers on a 2-core
-// machine) would take from that capacity what the reconciles need.
+// take; a read of a workflow (a describe and a query through Temporal's
+// frontend, history and matching, and a reconciler worker) would take
+// from that capacity what the reconciles need.
 func ReadBudget(base float64, waiting int) float64 {
 	if waiting <= 0 {
 		return base
