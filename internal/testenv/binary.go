@@ -45,7 +45,10 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binaryDir, binaryPath = dir, filepath.Join(dir, "hyperfleet")
-		cmd := exec.Command("go", "build", "-o", binaryPath, "github.com/hyperfleet/hyperfleet/cmd/hyperfleet")
+		// A version, as make build gives one: without it the reconciler
+		// is unversioned and the worker-versioning tests fail outside make.
+		cmd := exec.Command("go", "build", "-ldflags", "-X github.com/hyperfleet/hyperfleet/internal/version.Version=test-build",
+			"-o", binaryPath, "github.com/hyperfleet/hyperfleet/cmd/hyperfleet")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binaryErr = fmt.Errorf("go build ./cmd/hyperfleet: %v\n%s", err, out)
