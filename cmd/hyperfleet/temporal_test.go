@@ -66,3 +66,33 @@ func TestBadReconcileSettingsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A ramp outside (0, 100) is refused before Temporal is dialled, naming
+// --ramp; a share inside it gets as far as running.
+func TestSetCurrentRampIsChecked(t *testing.T) {
+	for _, c := range []struct {
+		ramp string
+		ok   bool
+	}{
+		{"0", false}, {"100", false}, {"-5", false}, {"NaN", false}, {"150", false},
+		{"0.5", true}, {"25", true}, {"99.9", true},
+	} {
+		cmd := newRootCommand()
+		var ran bool
+		for _, v := range cmd.Commands() {
+			for _, sub := range v.Commands() {
+				if v.Name() == "versions" && sub.Name() == "set-current" {
+					sub.RunE = func(*cobra.Command, []string) error { ran = true; return nil }
+				}
+			}
+		}
+		cmd.SetArgs([]string{"versions", "set-current", "v2", "--ramp=" + c.ramp})
+		err := cmd.ExecuteContext(context.Background())
+		switch {
+		case c.ok && (err != nil || !ran):
+			t.Errorf("--ramp %s: %v (ran %v), want it accepted", c.ramp, err, ran)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), "--ramp") || ran):
+			t.Errorf("--ramp %s: %v (ran %v), want a refusal naming --ramp", c.ramp, err, ran)
+		}
+	}
+}

@@ -26,6 +26,8 @@ func newVersionsCommand() *cobra.Command {
 		timeout    time.Duration
 		rate       float64
 		buildID    string
+		ramp       float32
+		wait       time.Duration
 	)
 	oneBuildID := func(_ *cobra.Command, args []string) error {
 		if len(args) != 1 || args[0] == "" {
@@ -51,8 +53,9 @@ func newVersionsCommand() *cobra.Command {
 		Long: `List the versions of the reconciler's Temporal worker deployment: which one
 new reconcile workflows start on (current), how many live workflows are still
 pinned to each, and whether an old one is drained (its workers may stop).
-A reconciler worker makes its version current when it is new; use the
-subcommands to roll back or to finish a roll-out by hand.`,
+A reconciler worker makes its version current when it is new (--promote new,
+the default); with --promote first or never, roll a release out, ramp it or
+roll it back with the subcommands.`,
 		Args:    cobra.NoArgs,
 		PreRunE: bindEnvPreRun,
 		RunE: withClient(func(ctx context.Context, c client.Client, _ zerolog.Logger) error {
@@ -63,18 +66,54 @@ subcommands to roll back or to finish a roll-out by hand.`,
 	cmd.PersistentFlags().StringVar(&deployment, "deployment-name", versioning.DefaultDeployment, "the reconciler's worker deployment")
 
 	setCurrent := &cobra.Command{
-		Use:   "set-current BUILD_ID",
-		Short: "Make a version current (a rollback, or a version its workers did not promote)",
+		Use:   "set-current BUILD_ID [--ramp PERCENT] [--wait DURATION]",
+		Short: "Roll out a version: make it current, or ramp a share of new workflows to it",
 		Long: `Make BUILD_ID the version new reconcile workflows start on, and tell the
 live workflows of the version it replaces to move to it at their next safe
 point. The replaced version's workers must keep running until it is drained
-('hyperfleet versions' shows it; they drain on stop by themselves).`,
-		Args:    oneBuildID,
-		PreRunE: bindEnvPreRun,
+('hyperfleet versions' shows it; they drain on stop by themselves).
+
+This is how a release is rolled out by hand, when its workers do not promote
+themselves (--promote first or never): start them beside the old release's,
+then set-current; stop the old ones once 'hyperfleet versions' shows them
+drained. With --ramp PERCENT (above 0, below 100) BUILD_ID instead takes
+that share of the new workflows while the current version keeps the rest
+and every live workflow stays where it is; run set-current without --ramp
+to finish, or set-current on the old version to roll back. --wait waits
+until a worker of BUILD_ID has polled (for a script that runs as the new
+workers start).`,
+		Args: oneBuildID,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := bindEnvPreRun(cmd, args); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("ramp") && !(ramp > 0 && ramp < 100) { // NaN too
+				return fmt.Errorf("--ramp %g: give a share of new workflows above 0 and below 100; leave --ramp out to make the version current", ramp)
+			}
+			return nil
+		},
 		RunE: withClient(func(ctx context.Context, c client.Client, log zerolog.Logger) error {
-			return setCurrentVersion(ctx, c, versioning.Version{Deployment: deployment, BuildID: buildID}, rate, log)
+			v := versioning.Version{Deployment: deployment, BuildID: buildID}
+			if wait > 0 {
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				_, err := versioning.WaitRegistered(wctx, c, v)
+				cancel()
+				if err != nil {
+					return err
+				}
+			}
+			if ramp > 0 {
+				if err := versioning.SetRamping(ctx, c, v, ramp); err != nil {
+					return err
+				}
+				fmt.Printf("%s takes %g%% of new reconcile workflows; live ones stay where they are\n", v, ramp)
+				return nil
+			}
+			return setCurrentVersion(ctx, c, v, rate, log)
 		}),
 	}
+	setCurrent.Flags().Float32Var(&ramp, "ramp", 0, "send only this share (0-100, exclusive) of new workflows to BUILD_ID instead of making it current")
+	setCurrent.Flags().DurationVar(&wait, "wait", 0, "wait at most this long for a worker of BUILD_ID to poll (0: it must have polled already)")
 	drain := &cobra.Command{
 		Use:   "drain BUILD_ID",
 		Short: "Move every live workflow of a version to the current one and wait until none is left",
@@ -99,6 +138,12 @@ stopped before they had drained, after starting one of them again.`,
 // setCurrentVersion makes v current and tells the live workflows of the
 // version it replaces to move to it, rate notices a second.
 func setCurrentVersion(ctx context.Context, c client.Client, v versioning.Version, rate float64, log zerolog.Logger) error {
+	if cur, err := versioning.Current(ctx, c, v.Deployment); err == nil && cur == v {
+		// Run twice, or after the workers promoted a fresh install's
+		// version themselves: nothing to do.
+		fmt.Printf("%s is current already\n", v)
+		return nil
+	}
 	prev, err := versioning.SetCurrent(ctx, c, v)
 	if err != nil {
 		return err

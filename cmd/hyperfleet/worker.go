@@ -60,7 +60,7 @@ type workerFlags struct {
 type rolloutFlags struct {
 	deployment   string
 	buildID      string
-	promote      bool
+	promote      string
 	drainTimeout time.Duration
 	noticeRate   float64
 	rehearsal    bool
@@ -69,19 +69,23 @@ type rolloutFlags struct {
 func (r *rolloutFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.deployment, "deployment-name", versioning.DefaultDeployment, "Temporal worker deployment the reconciler is a version of")
 	fs.StringVar(&r.buildID, "build-id", defaultBuildID(), "this release's version in the deployment (e.g. the image tag); reconcile workflows stay on the version they started on and move to a newer current one between rounds; empty: unversioned")
-	fs.BoolVar(&r.promote, "promote", true, "make --build-id the deployment's current version when it is new, and tell the previous version's workflows to move to it")
+	fs.StringVar(&r.promote, "promote", string(versioning.PromoteNew), "when this worker makes --build-id the deployment's current version, telling the previous version's workflows to move: new (when it was never current before), first (only when none is current: a fresh install; later releases wait for `hyperfleet versions set-current`) or never")
 	fs.DurationVar(&r.drainTimeout, "drain-timeout", 5*time.Minute, "on stop, when another version is current, keep serving until this version's workflows have moved to it, at most this long (0: stop at once)")
 	fs.Float64Var(&r.noticeRate, "upgrade-notice-rate", 200, "upgrade notices a second sent to the workflows of a replaced version")
 	fs.BoolVar(&r.rehearsal, "upgrade-rehearsal", false, "host a reconcile workflow that cannot replay the plain one's histories, to rehearse a roll-out of an incompatible release")
 	_ = fs.MarkHidden("upgrade-rehearsal")
 }
 
-func (r *rolloutFlags) version() (versioning.Version, error) {
+func (r *rolloutFlags) version() (versioning.Version, versioning.Policy, error) {
 	v := versioning.Version{Deployment: r.deployment, BuildID: r.buildID}
 	if r.buildID != "" && r.deployment == "" {
-		return v, errors.New("--build-id needs --deployment-name")
+		return v, "", errors.New("--build-id needs --deployment-name")
 	}
-	return v, v.Validate()
+	policy, err := versioning.ParsePolicy(r.promote)
+	if err != nil {
+		return v, "", err
+	}
+	return v, policy, v.Validate()
 }
 
 // defaultBuildID is the binary's version, unless it has none (a plain `go
@@ -144,7 +148,7 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 	if !f.reconciler && len(files) == 0 {
 		return errors.New("nothing to host: pass --reconciler and/or adapters (--config/--task-config or --adapter-dir)")
 	}
-	ver, err := f.rollout.version()
+	ver, policy, err := f.rollout.version()
 	if err != nil {
 		return err
 	}
@@ -208,7 +212,7 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 		ev = ev.Str("deployment_version", ver.String())
 	}
 	ev.Msg("worker started")
-	f.serveUntilDone(ctx, tc, ver, registry, log)
+	f.serveUntilDone(ctx, tc, ver, policy, registry, log)
 	log.Info().Msg("worker stopping: finishing running activities")
 	return nil
 }
@@ -279,10 +283,10 @@ func waitForTemporal(ctx context.Context, tc client.Client, address string, log 
 	}
 }
 
-// serveUntilDone serves the metrics and readiness, makes a new version
-// current, and on stop, while still polling, moves this version's
+// serveUntilDone serves the metrics and readiness, makes its version
+// current as the policy says, and on stop, while still polling, moves this version's
 // workflows to the current one.
-func (f *workerFlags) serveUntilDone(ctx context.Context, tc client.Client, ver versioning.Version, registry *prometheus.Registry, log zerolog.Logger) {
+func (f *workerFlags) serveUntilDone(ctx context.Context, tc client.Client, ver versioning.Version, policy versioning.Policy, registry *prometheus.Registry, log zerolog.Logger) {
 	// Ready once polling and, for a new version, made current: a rolling
 	// update stops the old release's workers only then.
 	var ready atomic.Bool
@@ -290,9 +294,12 @@ func (f *workerFlags) serveUntilDone(ctx context.Context, tc client.Client, ver 
 		serveMetrics(ctx, f.metricsListen, registry, ready.Load, log)
 	}
 	rollLog := log.With().Str("component", "versioning").Logger()
-	if ver.Versioned() && f.rollout.promote {
+	if ver.Versioned() && policy == versioning.PromoteNever {
+		rollLog.Info().Str("version", ver.String()).Msg("this worker declares its version and does not promote it (--promote never): `hyperfleet versions set-current " + ver.BuildID + "` does")
+	}
+	if ver.Versioned() && policy != versioning.PromoteNever {
 		go func() {
-			versioning.Start(ctx, tc, ver, f.rollout.noticeRate, rollLog)
+			versioning.Start(ctx, tc, ver, policy, f.rollout.noticeRate, rollLog)
 			ready.Store(true)
 		}()
 	} else {

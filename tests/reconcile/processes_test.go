@@ -118,6 +118,8 @@ func TestSeparateProcesses(t *testing.T) {
 		}
 	}
 
+	deliberateRollout(t, temporalAddr, api)
+
 	if code, _ := d.send(http.MethodDelete, "/clusters/"+c.ID, ""); code != http.StatusAccepted {
 		t.Fatalf("DELETE: HTTP %d", code)
 	}
@@ -126,6 +128,44 @@ func TestSeparateProcesses(t *testing.T) {
 		return code == http.StatusNotFound, fmt.Sprintf("GET answered %d", code)
 	}, nil)
 	serve.interrupt()
+}
+
+// deliberateRollout starts a reconciler of another release that only
+// declares its version (--promote never), then ramps a share of new
+// workflows to it with `hyperfleet versions set-current --ramp`, waiting
+// for it to poll: the operator's canary (docs/operator-guide.md,
+// "Upgrading"). The current version stays current.
+func deliberateRollout(t *testing.T, temporalAddr, api string) {
+	t.Helper()
+	versions := func(args ...string) (string, error) {
+		out, err := exec.Command(testenv.Binary(t), append([]string{"versions", "--temporal-address", temporalAddr}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	before, err := versions()
+	if err != nil {
+		t.Fatalf("hyperfleet versions: %v\n%s", err, before)
+	}
+	current := strings.Fields(strings.Split(strings.TrimSpace(before), "\n")[1])[0]
+	if out, err := exec.Command(testenv.Binary(t), "worker", "--temporal-address", temporalAddr, "--reconciler",
+		"--api-base-url", api, "--metrics-listen", "", "--promote", "sometimes").CombinedOutput(); err == nil || !strings.Contains(string(out), "--promote") {
+		t.Errorf("worker --promote sometimes: %v\n%s\nwant a refusal naming --promote", err, out)
+	}
+	startProcess(t, "hyperfleet worker --reconciler (canary)", []string{"worker", "--temporal-address", temporalAddr, "--reconciler",
+		"--api-base-url", api, "--metrics-listen", "", "--log-format", "json", "--build-id", "canary", "--promote", "never", "--drain-timeout", "10s"})
+	if out, err := versions("set-current", "canary", "--ramp", "100"); err == nil || !strings.Contains(out, "--ramp") {
+		t.Errorf("set-current --ramp 100: %v\n%s\nwant a refusal naming --ramp", err, out)
+	}
+	if out, err := versions("set-current", "canary", "--ramp", "25", "--wait", "1m"); err != nil || !strings.Contains(out, "25% of new reconcile workflows") {
+		t.Fatalf("set-current canary --ramp 25: %v\n%s", err, out)
+	}
+	out, err := versions()
+	if err != nil || !regexp.MustCompile(`(?m)^canary\s+ramping 25%`).MatchString(out) || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(current)+`\s+current`).MatchString(out) {
+		t.Errorf("hyperfleet versions after the ramp: %v\n%s\nwant canary ramping 25%% and %s still current", err, out, current)
+	}
+	// Setting the current version current again changes nothing.
+	if out, err := versions("set-current", current); err != nil || !strings.Contains(out, "current already") {
+		t.Errorf("set-current %s (current): %v\n%s", current, err, out)
+	}
 }
 
 // `hyperfleet serve` killed (kill -9) right after answering 201, first

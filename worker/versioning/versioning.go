@@ -96,6 +96,41 @@ func Exists(ctx context.Context, c client.Client, v Version) (bool, error) {
 	return true, nil
 }
 
+// Policy says when a reconciler worker makes its own version current.
+type Policy string
+
+const (
+	// PromoteNew makes the version current when it was never current or
+	// ramping. The default: a rolling update of one Deployment (the Helm
+	// chart, run-ha restarting everything) needs the new pods to promote
+	// themselves before the old ones stop, since an old pod drains its
+	// workflows on stop only once another version is current.
+	PromoteNew Policy = "new"
+	// PromoteFirst makes it current only when the deployment has none: a
+	// fresh install starts by itself, and every later release waits for
+	// `hyperfleet versions set-current`.
+	PromoteFirst Policy = "first"
+	// PromoteNever only declares the version: workers poll, and
+	// set-current (with or without a ramp) decides. The old release's
+	// workers must then keep running until set-current has moved their
+	// workflows (docs/operator-guide.md, "Upgrading").
+	PromoteNever Policy = "never"
+)
+
+// ParsePolicy reads --promote. "true" and "false", what the flag took
+// before it had policies, mean new and never.
+func ParsePolicy(s string) (Policy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case string(PromoteNew), "true", "":
+		return PromoteNew, nil
+	case string(PromoteFirst):
+		return PromoteFirst, nil
+	case string(PromoteNever), "false":
+		return PromoteNever, nil
+	}
+	return "", fmt.Errorf("--promote %q: use new (a version never current before; the default), first (only a fresh install's first version) or never (only `hyperfleet versions set-current`)", s)
+}
+
 // Promotion is what Promote did.
 type Promotion struct {
 	// Promoted is set when v became current now; Previous is the version
@@ -106,31 +141,21 @@ type Promotion struct {
 	Reason string
 }
 
-// Promote makes v the deployment's current version when it is new: never
-// current or ramping before. A version that was current before is not
-// made current again by a worker starting up (an old worker restarting
-// during a roll-out would take the fleet back); a rollback is an
-// operator's `hyperfleet versions set-current`. Temporal registers a
-// version when its first worker polls, so Promote waits for that (within
-// ctx).
-func Promote(ctx context.Context, c client.Client, v Version) (Promotion, error) {
-	h := c.WorkerDeploymentClient().GetHandle(v.Deployment)
-	var info client.WorkerDeploymentVersionInfo
-	for {
-		d, err := h.DescribeVersion(ctx, client.WorkerDeploymentDescribeVersionOptions{BuildID: v.BuildID})
-		if err == nil {
-			info = d.Info
-			break
-		}
-		var notFound *serviceerror.NotFound
-		if !errors.As(err, &notFound) {
-			return Promotion{}, fmt.Errorf("describe version %s: %w", v, err)
-		}
-		select {
-		case <-ctx.Done():
-			return Promotion{}, fmt.Errorf("version %s is not registered with Temporal yet (is this worker polling?): %w", v, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+// Promote makes v the deployment's current version as policy says: with
+// PromoteNew when it was never current or ramping before, with
+// PromoteFirst only when no version is current either. A version that was
+// current before is never made current again by a worker starting up (an
+// old worker restarting during a roll-out would take the fleet back); a
+// rollback is an operator's `hyperfleet versions set-current`. Temporal
+// registers a version when its first worker polls, so Promote waits for
+// that (within ctx).
+func Promote(ctx context.Context, c client.Client, v Version, policy Policy) (Promotion, error) {
+	if policy == PromoteNever {
+		return Promotion{Reason: "this worker only declares its version (--promote never): promote it with `hyperfleet versions set-current " + v.BuildID + "`"}, nil
+	}
+	info, err := WaitRegistered(ctx, c, v)
+	if err != nil {
+		return Promotion{}, err
 	}
 	switch {
 	case !info.CurrentSinceTime.IsZero():
@@ -138,11 +163,67 @@ func Promote(ctx context.Context, c client.Client, v Version) (Promotion, error)
 	case !info.RoutingChangedTime.IsZero():
 		return Promotion{Reason: "it was current or ramping before; make it current again with `hyperfleet versions set-current " + v.BuildID + "`"}, nil
 	}
+	if policy == PromoteFirst {
+		cur, err := Current(ctx, c, v.Deployment)
+		if err != nil {
+			return Promotion{}, err
+		}
+		if cur.BuildID != "" && cur != v {
+			return Promotion{Reason: fmt.Sprintf("%s is current and this worker promotes only a fresh install's version (--promote first): roll out with `hyperfleet versions set-current %s`", cur.BuildID, v.BuildID)}, nil
+		}
+	}
 	prev, err := SetCurrent(ctx, c, v)
 	if err != nil {
+		// Two workers of a new version start together: the one that
+		// lost the race finds its version current, which is what it
+		// wanted.
+		if cur, cerr := Current(ctx, c, v.Deployment); cerr == nil && cur == v {
+			return Promotion{Reason: "already current"}, nil
+		}
 		return Promotion{}, err
 	}
 	return Promotion{Promoted: true, Previous: prev}, nil
+}
+
+// WaitRegistered waits until Temporal knows v (a worker of it has polled),
+// within ctx, and returns what it knows of it.
+func WaitRegistered(ctx context.Context, c client.Client, v Version) (client.WorkerDeploymentVersionInfo, error) {
+	h := c.WorkerDeploymentClient().GetHandle(v.Deployment)
+	for {
+		d, err := h.DescribeVersion(ctx, client.WorkerDeploymentDescribeVersionOptions{BuildID: v.BuildID})
+		if err == nil {
+			return d.Info, nil
+		}
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) {
+			return client.WorkerDeploymentVersionInfo{}, fmt.Errorf("describe version %s: %w", v, err)
+		}
+		select {
+		case <-ctx.Done():
+			return client.WorkerDeploymentVersionInfo{}, fmt.Errorf("version %s is not registered with Temporal yet (has a worker of it polled?): %w", v, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// SetRamping sends percent (0 < percent < 100) of the new reconcile
+// workflows to v, the rest to the current version; workflows already
+// running stay where they are. SetCurrent ends the ramp.
+func SetRamping(ctx context.Context, c client.Client, v Version, percent float32) error {
+	h := c.WorkerDeploymentClient().GetHandle(v.Deployment)
+	d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+	if err != nil {
+		return fmt.Errorf("describe worker deployment %s: %w", v.Deployment, err)
+	}
+	if cur := d.Info.RoutingConfig.CurrentVersion; cur != nil && cur.BuildID == v.BuildID {
+		return fmt.Errorf("%s is the current version already; ramp a newer one", v)
+	}
+	if _, err := h.SetRampingVersion(ctx, client.WorkerDeploymentSetRampingVersionOptions{
+		BuildID: v.BuildID, Percentage: percent, ConflictToken: d.ConflictToken,
+	}); err != nil {
+		return fmt.Errorf("ramp %s to %g%%: %w", v, percent, err)
+	}
+	return nil
 }
 
 // SetCurrent makes v the deployment's current version and returns the one
@@ -265,15 +346,15 @@ func Drain(ctx context.Context, c client.Client, v Version, rate float64, log ze
 }
 
 // Start is what a reconciler worker of version v does once it polls: make
-// v current when it is new, then tell the live workflows of the version it
+// v current as policy says, then tell the live workflows of the version it
 // replaced to move onto it. It returns once the promotion is decided (the
 // worker is then ready: a rolling update may stop the old release's
 // workers, which drain first); the notices go on in the background until
 // ctx ends.
-func Start(ctx context.Context, c client.Client, v Version, rate float64, log zerolog.Logger) {
+func Start(ctx context.Context, c client.Client, v Version, policy Policy, rate float64, log zerolog.Logger) {
 	log = log.With().Str("version", v.String()).Logger()
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	p, err := Promote(pctx, c, v)
+	p, err := Promote(pctx, c, v, policy)
 	cancel()
 	switch {
 	case err != nil:

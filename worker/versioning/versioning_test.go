@@ -38,3 +38,28 @@ func TestVersionString(t *testing.T) {
 		t.Errorf("pinned query %q", q)
 	}
 }
+
+func TestParsePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Policy
+		err  bool
+	}{
+		{"", PromoteNew, false},
+		{"new", PromoteNew, false},
+		{"true", PromoteNew, false}, // the flag's boolean form before policies
+		{" First ", PromoteFirst, false},
+		{"never", PromoteNever, false},
+		{"false", PromoteNever, false},
+		{"always", "", true},
+		{"1", "", true},
+	} {
+		got, err := ParsePolicy(tc.in)
+		switch {
+		case tc.err && (err == nil || !strings.Contains(err.Error(), "--promote")):
+			t.Errorf("ParsePolicy(%q) = %q, %v; want an error naming --promote", tc.in, got, err)
+		case !tc.err && (err != nil || got != tc.want):
+			t.Errorf("ParsePolicy(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
