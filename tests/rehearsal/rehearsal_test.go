@@ -1,16 +1,14 @@
 package rehearsal
 
 import (
-	"compress/gzip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/hyperfleet/hyperfleet/internal/histories"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
@@ -18,22 +16,13 @@ import (
 // workflow recorded: every history under workflows/testdata (which the
 // plain workflow replays) fails with a non-determinism error.
 func TestWorkflowCannotReplayPlainHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "workflows", "testdata", "*.json.gz"))
+	files, err := histories.Files(filepath.Join("..", "..", "workflows", "testdata"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no recorded histories under workflows/testdata (err %v)", err)
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			f, err := os.Open(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			history, err := client.HistoryFromJSON(zr, client.HistoryJSONOptions{})
+			history, err := histories.Read(file)
 			if err != nil {
 				t.Fatal(err)
 			}
