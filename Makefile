@@ -31,7 +31,7 @@ HELM_VERSION := v3.19.0
 # The linter `make lint` (and so `make test`) runs; settings in .golangci.yml.
 GOLANGCI_VERSION := v2.15.0
 
-.PHONY: all build run run-ha test test-unit test-unit-race test-tools lint vet fmt-check bench race fuzz clean help
+.PHONY: all build build-rehearsal run run-ha test test-unit test-unit-race test-tools lint vet fmt-check bench race fuzz clean help
 
 all: build
 
@@ -43,6 +43,15 @@ build: $(BIN)/hyperfleet ## build bin/hyperfleet
 $(BIN)/hyperfleet: FORCE
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/hyperfleet
+
+# A test build: the rolling-upgrade test (tests/topology) runs its
+# `worker --upgrade-rehearsal` as a release the previous one's histories
+# cannot replay on. bin/hyperfleet has no such flag.
+build-rehearsal: $(BIN)/hyperfleet-rehearsal
+
+$(BIN)/hyperfleet-rehearsal: FORCE
+	@mkdir -p $(BIN)
+	$(GO) build -tags rehearsal -ldflags "$(LDFLAGS)" -o $@ ./cmd/hyperfleet
 
 run: build ## start the whole system: API :8000, Temporal + UI :8233, workers, adapters (state in .hyperfleet/)
 	$(BIN)/hyperfleet dev $(RUN_FLAGS)
@@ -57,9 +66,10 @@ run-ha: build $(BIN)/temporal-server $(BIN)/temporal-sql-tool ## start the produ
 # under the race detector, which needs cgo; then the integration tier
 # (-tags integration: PostgreSQL, kube-apiserver, Maestro, Temporal's
 # server, helm) runs every test. Tests that run the binary (worker and
-# Temporal processes) share this build.
-test: lint test-unit-race test-tools build ## lint (gofmt, golangci-lint with go vet), the unit tier under -race, then every test (fuzz seed corpora included)
-	HYPERFLEET_BINARY=$(BIN)/hyperfleet $(GO) test -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+# Temporal processes) share this build, and the rehearsal test build.
+test: lint test-unit-race test-tools build build-rehearsal ## lint (gofmt, golangci-lint with go vet), the unit tier under -race, then every test (fuzz seed corpora included)
+	HYPERFLEET_BINARY=$(BIN)/hyperfleet HYPERFLEET_REHEARSAL_BINARY=$(BIN)/hyperfleet-rehearsal $(GO) test -tags integration -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -tags rehearsal -count=1 ./cmd/hyperfleet/
 
 test-unit: ## the unit tier: every test that needs no server, bin/ or ../shared (what `go test ./...` runs)
 	$(GO) test -count=1 $(PKGS)

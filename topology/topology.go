@@ -572,8 +572,10 @@ func (t *Topology) startWorker(ctx context.Context, name string, reconciler bool
 }
 
 // AddWorker starts one more worker process with the same settings as the
-// others plus args (a new release's --build-id, say), named name.
-func (t *Topology) AddWorker(ctx context.Context, name string, args ...string) (*Process, error) {
+// others plus args (a new release's --build-id, say), named name. A
+// hyperfleet binary other than "" runs in place of the others' (a new
+// release's).
+func (t *Topology) AddWorker(ctx context.Context, name, hyperfleet string, args ...string) (*Process, error) {
 	base := t.byKey["worker-1"]
 	if base == nil {
 		return nil, errors.New("topology: no worker-1 to copy")
@@ -583,6 +585,9 @@ func (t *Topology) AddWorker(ctx context.Context, name string, args ...string) (
 		return nil, err
 	}
 	argv := append([]string{}, base.Argv...)
+	if hyperfleet != "" {
+		argv[0] = hyperfleet
+	}
 	for i, a := range argv {
 		if a == "--metrics-listen" {
 			argv[i+1] = fmt.Sprintf("127.0.0.1:%d", mp)

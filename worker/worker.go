@@ -37,9 +37,11 @@ type Config struct {
 	// replays nothing, so any release's adapter workers serve any
 	// workflow.
 	Version versioning.Version
-	// UpgradeRehearsal hosts RehearsalWorkflow in place of the reconcile
-	// workflow: a release that cannot replay the previous one's histories.
-	UpgradeRehearsal bool
+	// Workflow, when set, is hosted as the reconcile workflow in place of
+	// reconcile.Workflow. Only the rolling-upgrade tests set it (package
+	// tests/rehearsal, in a binary built with -tags rehearsal): a release
+	// whose workflow cannot replay the previous one's histories.
+	Workflow func(workflow.Context, reconcile.Input) error
 	// MaxConcurrentActivities bounds each task queue's concurrent
 	// activities (0: the SDK's default).
 	MaxConcurrentActivities int
@@ -96,8 +98,8 @@ func Start(cfg Config) (*Host, error) {
 		}
 		w := sdkworker.New(cfg.Client, reconcile.TaskQueue, wopts)
 		fn := reconcile.Workflow
-		if cfg.UpgradeRehearsal {
-			fn = RehearsalWorkflow
+		if cfg.Workflow != nil {
+			fn = cfg.Workflow
 		}
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: reconcile.WorkflowName})
 		(&activities.Resources{API: cfg.API}).Register(w)
@@ -142,20 +144,6 @@ func pollers() sdkworker.PollerBehavior {
 func (h *Host) add(w sdkworker.Worker, queue string) {
 	h.workers = append(h.workers, w)
 	h.queues = append(h.queues, queue)
-}
-
-// RehearsalWorkflow is the reconcile workflow with one more command at the
-// start of every run (a side effect marker): it cannot replay any history
-// the plain workflow recorded, as a release with an incompatible workflow
-// change could not. `hyperfleet worker --upgrade-rehearsal` hosts it, so a
-// roll-out can be rehearsed (tests/topology does) to show that live
-// workflows move to a new release without replaying their history there.
-func RehearsalWorkflow(ctx workflow.Context, in reconcile.Input) error {
-	var marker string
-	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return "upgrade-rehearsal" }).Get(&marker); err != nil {
-		return err
-	}
-	return reconcile.Workflow(ctx, in)
 }
 
 // TaskQueues lists the queues this host polls.

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 	"k8s.io/client-go/rest"
 
 	"github.com/hyperfleet/hyperfleet/adapter/apiclient"
@@ -32,6 +33,7 @@ import (
 	"github.com/hyperfleet/hyperfleet/worker"
 	"github.com/hyperfleet/hyperfleet/worker/versioning"
 	"github.com/hyperfleet/hyperfleet/worker/wake"
+	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
 type workerFlags struct {
@@ -63,7 +65,9 @@ type rolloutFlags struct {
 	promote      string
 	drainTimeout time.Duration
 	noticeRate   float64
-	rehearsal    bool
+	// workflow replaces the reconcile workflow in a test build only
+	// (rehearsal.go); nil: the plain one.
+	workflow func(workflow.Context, reconcile.Input) error
 }
 
 func (r *rolloutFlags) add(fs *pflag.FlagSet) {
@@ -72,8 +76,7 @@ func (r *rolloutFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.promote, "promote", string(versioning.PromoteNew), "when this worker makes --build-id the deployment's current version, telling the previous version's workflows to move: new (when it was never current before), first (only when none is current: a fresh install; later releases wait for `hyperfleet versions set-current`) or never")
 	fs.DurationVar(&r.drainTimeout, "drain-timeout", 5*time.Minute, "on stop, when another version is current, keep serving until this version's workflows have moved to it, at most this long (0: stop at once)")
 	fs.Float64Var(&r.noticeRate, "upgrade-notice-rate", 200, "upgrade notices a second sent to the workflows of a replaced version")
-	fs.BoolVar(&r.rehearsal, "upgrade-rehearsal", false, "host a reconcile workflow that cannot replay the plain one's histories, to rehearse a roll-out of an incompatible release")
-	_ = fs.MarkHidden("upgrade-rehearsal")
+	addRehearsalFlag(fs, r)
 }
 
 func (r *rolloutFlags) version() (versioning.Version, versioning.Policy, error) {
@@ -200,7 +203,7 @@ func runWorker(ctx context.Context, f *workerFlags, maestro maestrotransport.Ove
 	}
 	host, err := worker.Start(worker.Config{
 		Client: tc, Reconciler: f.reconciler, API: api, Adapters: engines, Version: ver,
-		UpgradeRehearsal: f.rollout.rehearsal, MaxConcurrentActivities: f.maxActivities, Logger: log,
+		Workflow: f.rollout.workflow, MaxConcurrentActivities: f.maxActivities, Logger: log,
 	})
 	if err != nil {
 		return err

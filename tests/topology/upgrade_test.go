@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,12 +15,14 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/hyperfleet/hyperfleet/internal/await"
+	"github.com/hyperfleet/hyperfleet/internal/testenv"
 	"github.com/hyperfleet/hyperfleet/resource"
-	"github.com/hyperfleet/hyperfleet/worker"
+	"github.com/hyperfleet/hyperfleet/tests/rehearsal"
 	"github.com/hyperfleet/hyperfleet/worker/versioning"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
@@ -29,10 +32,18 @@ const upgradeClusters = 200
 
 // Contract (rolling upgrades): 200 live reconcile workflows on release A;
 // release B's workers start, with a workflow change that cannot replay
-// A's histories; A's workers are stopped (they drain first). Every
-// workflow then runs its next round on B, none fails a workflow task (a
-// non-determinism error would), none is stuck.
+// A's histories (package rehearsal); A's workers are stopped (they drain
+// first). Every workflow then runs its next round on B, none fails a
+// workflow task (a non-determinism error would), none is stuck.
 func TestRollingUpgradeMovesLiveWorkflows(t *testing.T) {
+	// Release B is a test build (-tags rehearsal) whose workers host
+	// package rehearsal's workflow; the product binary, release A's, has
+	// no such flag.
+	relBBinary := testenv.RehearsalBinary(t)
+	if out, err := exec.Command(testenv.Binary(t), "worker", "--upgrade-rehearsal").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "unknown flag: --upgrade-rehearsal") {
+		t.Fatalf("the product binary's worker --upgrade-rehearsal = %v, want unknown flag:\n%s", err, out)
+	}
 	s := startShape(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -53,7 +64,7 @@ func TestRollingUpgradeMovesLiveWorkflows(t *testing.T) {
 	// Release B cannot replay release A's histories: the change is really
 	// incompatible (what worker versioning is for).
 	replayer := sdkworker.NewWorkflowReplayer()
-	replayer.RegisterWorkflowWithOptions(worker.RehearsalWorkflow, workflow.RegisterOptions{Name: reconcile.WorkflowName})
+	replayer.RegisterWorkflowWithOptions(rehearsal.Workflow, workflow.RegisterOptions{Name: reconcile.WorkflowName})
 	err := replayer.ReplayWorkflowExecution(ctx, s.tc.WorkflowService(), nil, "default",
 		workflow.Execution{ID: reconcile.WorkflowID(resource.KindCluster, ids[0])})
 	// TMPRL1100 is the SDK's code for a non-determinism error.
@@ -65,7 +76,7 @@ func TestRollingUpgradeMovesLiveWorkflows(t *testing.T) {
 	// tells A's workflows to move.
 	start := time.Now()
 	for _, name := range []string{"worker-b1", "worker-b2"} {
-		if _, err := s.tp.AddWorker(ctx, name, "--build-id", relB.BuildID, "--upgrade-rehearsal"); err != nil {
+		if _, err := s.tp.AddWorker(ctx, name, relBBinary, "--build-id", relB.BuildID, "--upgrade-rehearsal"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,8 +192,10 @@ func scanHistory(ctx context.Context, t *testing.T, c client.Client, id, run str
 			a := e.GetWorkflowTaskFailedEventAttributes()
 			failed = append(failed, a.GetCause().String()+": "+a.GetFailure().GetMessage())
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			if e.GetMarkerRecordedEventAttributes().GetMarkerName() == "SideEffect" {
-				marker = true
+			if a := e.GetMarkerRecordedEventAttributes(); a.GetMarkerName() == "SideEffect" {
+				var v string
+				err := converter.GetDefaultDataConverter().FromPayloads(a.GetDetails()["data"], &v)
+				marker = marker || err == nil && v == rehearsal.Marker
 			}
 		}
 	}

@@ -1,14 +1,13 @@
 package reconcile
 
 import (
-	"compress/gzip"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/hyperfleet/hyperfleet/internal/histories"
 )
 
 // TestReplayRecordedHistories replays histories the previous release
@@ -21,7 +20,7 @@ import (
 // replaces these files with its own recordings; older ones are not kept
 // (docs/operator-guide.md, "Upgrading").
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.json.gz"))
+	files, err := histories.Files(filepath.Join("..", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,16 +29,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			f, err := os.Open(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			history, err := client.HistoryFromJSON(zr, client.HistoryJSONOptions{})
+			history, err := histories.Read(file)
 			if err != nil {
 				t.Fatal(err)
 			}
