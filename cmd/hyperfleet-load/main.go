@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,7 +87,12 @@ func main() {
 }
 
 // scenarioNames lists the scenarios in the order --scenarios accepts them.
-var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page", "deep-offset", "search", "search3", "not-ready", "put-status", "put-status-500"}
+var scenarioNames = []string{"get-bare", "get", "list", "first-page", "deep-page", "deep-offset", "search", "search3", "not-ready", "put-status", "put-status-500",
+	"page100", "page100-fields", "page100-gzip"}
+
+// gzipScenarios ask for a compressed answer (Accept-Encoding: gzip) and
+// count the compressed bytes.
+var gzipScenarios = map[string]bool{"page100-gzip": true}
 
 func run(o options) error {
 	ctx := context.Background()
@@ -130,7 +136,7 @@ func run(o options) error {
 		lastPage = (len(ids)/o.tenants + 19) / 20 // one tenant's list
 	}
 	scenarios := l.scenarios(ids, deepTokens, bareBase, lastPage)
-	fmt.Printf("| scenario | requests | errors | req/s | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| scenario | requests | errors | req/s | p50 | p90 | p99 | bytes/response | server CPU ms/request |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, name := range strings.Split(o.scenarios, ",") {
 		if name == "" {
 			continue // --scenarios "": only the watch measurement
@@ -220,6 +226,16 @@ func (l *loader) scenarios(ids, deepTokens []string, bareBase string, lastPage i
 		"first-page": func(*rand.Rand) (string, string, []byte) {
 			return "GET", l.base + "/clusters?size=20", nil
 		},
+		// The first page of 100 whole, of three fields, and compressed.
+		"page100": func(*rand.Rand) (string, string, []byte) {
+			return "GET", l.base + "/clusters?size=100", nil
+		},
+		"page100-fields": func(*rand.Rand) (string, string, []byte) {
+			return "GET", l.base + "/clusters?size=100&fields=id,name,status.conditions", nil
+		},
+		"page100-gzip": func(*rand.Rand) (string, string, []byte) {
+			return "GET", l.base + "/clusters?size=100", nil
+		},
 		"deep-page": func(r *rand.Rand) (string, string, []byte) {
 			if len(deepTokens) == 0 { // a list of one page
 				return "GET", l.base + "/clusters?size=20", nil
@@ -262,15 +278,49 @@ func (l *loader) runScenario(ctx context.Context, o options, srv *server, name s
 		profiled = make(chan error, 1)
 		go func() { profiled <- srv.cpuProfile(o.duration, filepath.Join(o.profile, name+".pprof")) }()
 	}
-	res := l.drive(ctx, gen, o.concurrency, o.duration, rate)
+	cpuBefore := srv.cpuSeconds()
+	res := l.drive(ctx, gen, o.concurrency, o.duration, rate, gzipScenarios[name])
+	cpu := "-"
+	if srv != nil && res.n > 0 {
+		cpu = fmt.Sprintf("%.2f", (srv.cpuSeconds()-cpuBefore)*1000/float64(res.n))
+	}
 	if profiled != nil {
 		if err := <-profiled; err != nil {
 			return err
 		}
 	}
-	fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s |\n", name, res.n, res.errors, float64(res.n)/res.elapsed.Seconds(),
-		ms(res.pct(50)), ms(res.pct(90)), ms(res.pct(99)))
+	perResponse := int64(0)
+	if res.n > 0 {
+		perResponse = res.bytes / int64(res.n)
+	}
+	fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s | %d | %s |\n", name, res.n, res.errors, float64(res.n)/res.elapsed.Seconds(),
+		ms(res.pct(50)), ms(res.pct(90)), ms(res.pct(99)), perResponse, cpu)
 	return nil
+}
+
+// cpuSeconds is the server's user and system CPU so far, from
+// /proc/<pid>/stat (0 without a started server).
+func (s *server) cpuSeconds() float64 {
+	if s == nil {
+		return 0
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: fields count
+	// from after its closing one (utime and stime are fields 14 and 15).
+	rest := string(raw)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // USER_HZ is 100 on Linux
 }
 
 func putStatus(base string, ids []string, r *rand.Rand) (string, string, []byte) {
@@ -501,12 +551,22 @@ type loader struct {
 }
 
 func (l *loader) call(ctx context.Context, method, u string, body []byte) (int, []byte, error) {
+	return l.callGzip(ctx, method, u, body, false)
+}
+
+// callGzip is call asking, when gzip is set, for a compressed answer; the
+// body returned is then the compressed bytes (the transport does not
+// decompress what it did not ask for itself).
+func (l *loader) callGzip(ctx context.Context, method, u string, body []byte, gzip bool) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if gzip {
+		req.Header.Set("Accept-Encoding", "gzip")
 	}
 	l.setCaller(ctx, req)
 	resp, err := l.client.Do(req)
@@ -633,6 +693,8 @@ type result struct {
 	n, errors int
 	elapsed   time.Duration
 	latencies []time.Duration
+	// bytes are the response bodies' bytes as received.
+	bytes int64
 }
 
 func (r result) pct(p float64) time.Duration {
@@ -646,7 +708,7 @@ func (r result) pct(p float64) time.Duration {
 // drive runs workers closed-loop for d; with rate > 0 the workers share an
 // open-loop schedule of rate requests per second instead, and latency is
 // measured from each request's scheduled start (so queueing counts).
-func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string, []byte), workers int, d time.Duration, rate int) result {
+func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string, []byte), workers int, d time.Duration, rate int, gzip bool) result {
 	deadline := time.Now().Add(d)
 	var ticket atomic.Int64
 	var mu sync.Mutex
@@ -660,6 +722,7 @@ func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string
 			r := rand.New(rand.NewPCG(seed, seed*7919))
 			var lat []time.Duration
 			errs := 0
+			var received int64
 			for time.Now().Before(deadline) {
 				method, u, body := gen(r)
 				t0 := time.Now()
@@ -670,8 +733,9 @@ func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string
 					}
 					time.Sleep(time.Until(t0))
 				}
-				code, _, err := l.call(ctx, method, u, body)
+				code, raw, err := l.callGzip(ctx, method, u, body, gzip)
 				lat = append(lat, time.Since(t0))
+				received += int64(len(raw))
 				if err != nil || code >= 300 && code != 204 {
 					errs++
 				}
@@ -679,6 +743,7 @@ func (l *loader) drive(ctx context.Context, gen func(*rand.Rand) (string, string
 			mu.Lock()
 			res.latencies = append(res.latencies, lat...)
 			res.errors += errs
+			res.bytes += received
 			mu.Unlock()
 		}(uint64(w + 1))
 	}
