@@ -168,3 +168,77 @@ func ping(ctx context.Context, url string) error {
 	var one int
 	return db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
+
+func (t *Topology) startPostgres(ctx context.Context) error {
+	cfg := t.cfg
+	p := cfg.PostgresPort
+	if p == 0 {
+		p = 5433
+	}
+	var err error
+	if t.pg, err = newPostgresCluster("postgres", filepath.Join(cfg.StateDir, "postgres"), cfg.PostgresBin, p); err != nil {
+		return err
+	}
+	if err := t.launch(ctx, t.add(t.pg.process(cfg.StateDir))); err != nil {
+		return err
+	}
+	t.pgTemporal = t.pg
+	if cfg.SeparateTemporalDatabase {
+		tp, err := port(cfg.TemporalPostgresPort)
+		if err != nil {
+			return err
+		}
+		if t.pgTemporal, err = newPostgresCluster("postgres-temporal", filepath.Join(cfg.StateDir, "postgres-temporal"), cfg.PostgresBin, tp); err != nil {
+			return err
+		}
+		if err := t.launch(ctx, t.add(t.pgTemporal.process(cfg.StateDir))); err != nil {
+			return err
+		}
+	}
+	if err := t.waitDatabase(ctx, t.pg); err != nil {
+		return err
+	}
+	if err := t.pg.secure(ctx); err != nil {
+		return err
+	}
+	if err := t.pg.createDatabases(ctx, "hyperfleet"); err != nil {
+		return err
+	}
+	if err := t.waitDatabase(ctx, t.pgTemporal); err != nil {
+		return err
+	}
+	if err := t.pgTemporal.secure(ctx); err != nil {
+		return err
+	}
+	return t.pgTemporal.createDatabases(ctx, "temporal", "temporal_visibility")
+}
+
+// waitDatabase waits until the cluster accepts queries (it listens a
+// moment before it has recovered).
+func (t *Topology) waitDatabase(ctx context.Context, c *postgresCluster) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := ping(ctx, c.url("postgres"))
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s does not accept queries: %w", c.name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// DatabaseURL is HyperFleet's database, with its password.
+func (t *Topology) DatabaseURL() string { return t.pg.url("hyperfleet") }
+
+// DatabaseAddress is HyperFleet's database without the password, for
+// people and logs; DatabasePasswordFile holds the password.
+func (t *Topology) DatabaseAddress() string { return t.pg.logURL("hyperfleet") }
+
+// DatabasePasswordFile is the file that holds the database's password.
+func (t *Topology) DatabasePasswordFile() string { return t.pg.passwordFile() }

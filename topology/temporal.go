@@ -12,6 +12,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/internal/tlsfiles"
+	"github.com/hyperfleet/hyperfleet/worker"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -261,3 +263,158 @@ func registerNamespace(ctx context.Context, c client.Client, name string, retent
 		}
 	}
 }
+
+func (t *Topology) startTemporal(ctx context.Context) error {
+	cfg := t.cfg
+	dbs := map[string]string{"temporal": "temporal", "visibility": "temporal_visibility"}
+	if err := setupTemporalSchema(ctx, cfg.TemporalSQLTool, t.pgTemporal.port, t.pgTemporal.password, logPath(cfg.StateDir, "temporal-schema"), dbs); err != nil {
+		return err
+	}
+	t.temporalPorts = map[string]temporalPorts{}
+	for _, svc := range TemporalServices {
+		var ps temporalPorts
+		var err error
+		grpc := 0
+		if svc == "frontend" {
+			grpc = cfg.TemporalPort
+			if grpc == 0 {
+				grpc = 7233
+			}
+		}
+		if ps.GRPC, err = port(grpc); err != nil {
+			return err
+		}
+		if ps.Membership, err = port(0); err != nil {
+			return err
+		}
+		if ps.Metrics, err = port(0); err != nil {
+			return err
+		}
+		t.temporalPorts[svc] = ps
+	}
+	httpPort, err := port(0)
+	if err != nil {
+		return err
+	}
+	files, err := writeTemporalConfigs(filepath.Join(cfg.StateDir, "config"), temporalConfig{
+		Shards: cfg.HistoryShards, DBPort: t.pgTemporal.port, DBPassword: t.pgTemporal.password, Database: dbs["temporal"], Visibility: dbs["visibility"],
+		Ports: t.temporalPorts, FrontendHTTP: httpPort, TLS: t.temporalTLS,
+	})
+	if err != nil {
+		return err
+	}
+	t.temporalAddr = fmt.Sprintf("127.0.0.1:%d", t.temporalPorts["frontend"].GRPC)
+	// The first service alone: on a new database each service would write
+	// the cluster's metadata, and all but one would fail on the duplicate.
+	// Then the other three at once; each joins the membership ring through
+	// the database.
+	for i, svc := range TemporalServices {
+		p := t.add(&Process{
+			Name: "temporal-" + svc,
+			Argv: []string{cfg.TemporalServer, "--config-file", files[svc], "--allow-no-auth", "start", "--service", svc},
+			Dir:  cfg.StateDir, Env: environ(), Log: logPath(cfg.StateDir, "temporal-"+svc),
+			Ready: fmt.Sprintf("127.0.0.1:%d", t.temporalPorts[svc].GRPC),
+		})
+		if err := p.start(); err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := t.waitReady(ctx, p, 120*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	for _, svc := range TemporalServices[1:] {
+		if err := t.waitReady(ctx, t.byKey["temporal-"+svc], 120*time.Second); err != nil {
+			return err
+		}
+	}
+	c, err := t.dialTemporal(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := registerNamespace(rctx, c, cfg.Namespace, 72*time.Hour); err != nil {
+		return err
+	}
+	// The relay starts workflows with HyperFleet's search attributes, so
+	// they must exist before the first API does.
+	return worker.EnsureSearchAttributes(rctx, c, cfg.Namespace)
+}
+
+// dialTemporal connects a client to the frontend, waiting for it to
+// answer.
+func (t *Topology) dialTemporal(ctx context.Context) (client.Client, error) {
+	tc, err := tlsfiles.ClientConfig(t.clientTLSFiles())
+	if err != nil {
+		return nil, fmt.Errorf("the client certificate for Temporal: %w", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		c, err := client.Dial(client.Options{HostPort: t.temporalAddr, Namespace: t.cfg.Namespace, Logger: quietSDK{},
+			ConnectionOptions: client.ConnectionOptions{TLS: tc}})
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", t.temporalAddr, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// TemporalAddress is the Temporal frontend's host:port.
+func (t *Topology) TemporalAddress() string { return t.temporalAddr }
+
+// TemporalDatabaseURL is Temporal's default store.
+func (t *Topology) TemporalDatabaseURL() string { return t.pgTemporal.url("temporal") }
+
+// TemporalServiceAddress is a Temporal service's gRPC host:port (history,
+// matching, frontend, worker).
+func (t *Topology) TemporalServiceAddress(service string) string {
+	return "127.0.0.1:" + strconv.Itoa(t.temporalPorts[service].GRPC)
+}
+
+// TemporalMetricsURL is where a Temporal service (history, matching,
+// frontend, worker) serves its Prometheus metrics.
+func (t *Topology) TemporalMetricsURL(service string) string {
+	return "http://127.0.0.1:" + strconv.Itoa(t.temporalPorts[service].Metrics) + "/metrics"
+}
+
+// UIURL is the Temporal Web UI's address ("" without one).
+func (t *Topology) UIURL() string {
+	if t.ui == nil {
+		return ""
+	}
+	return t.ui.URL
+}
+
+// Dial connects a Temporal client to the topology's frontend.
+func (t *Topology) Dial(ctx context.Context) (client.Client, error) { return t.dialTemporal(ctx) }
+
+// TemporalTLS names the CA and the certificates of the mutual TLS with
+// Temporal; a client of the frontend needs the CA and the client pair.
+func (t *Topology) TemporalTLS() TemporalTLS { return t.temporalTLS }
+
+// clientTLSFiles are what HyperFleet's own clients of Temporal present.
+func (t *Topology) clientTLSFiles() tlsfiles.Files {
+	return tlsfiles.Files{CA: t.temporalTLS.CA, Cert: t.temporalTLS.ClientCert, Key: t.temporalTLS.ClientKey}
+}
+
+// quietSDK silences the Temporal SDK's own logging while the supervisor
+// waits for the frontend.
+type quietSDK struct{}
+
+func (quietSDK) Debug(string, ...any) {}
+
+func (quietSDK) Info(string, ...any) {}
+
+func (quietSDK) Warn(string, ...any) {}
+
+func (quietSDK) Error(string, ...any) {}
