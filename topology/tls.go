@@ -165,19 +165,25 @@ func writePEM(file, typ string, der []byte, mode os.FileMode) error {
 	if err := pem.Encode(&b, &pem.Block{Type: typ, Bytes: der}); err != nil {
 		return err
 	}
-	// Through a temporary file, so a crash never leaves half a file; the
-	// mode is set before the contents land.
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), mode); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
+	if err := writeFile(file, b.Bytes(), mode); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	return nil
+}
+
+// writeFile writes data through a temporary file renamed into place, so
+// a crash never leaves half a file, with mode set before the contents
+// land (a temporary file an older release left keeps its own mode, so it
+// is set in any case).
+func writeFile(file string, data []byte, mode os.FileMode) error {
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
 }
 
 // loadPair reads a certificate and its EC key, and checks that they

@@ -340,15 +340,7 @@ func (t *Topology) WriteManifest() error {
 	}
 	// It holds every process's environment and arguments: the operator's
 	// alone to read.
-	f := t.ManifestPath()
-	tmp := f + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil { // a tmp file left by an older release keeps its mode
-		return err
-	}
-	return os.Rename(tmp, f)
+	return writeFile(t.ManifestPath(), append(b, '\n'), 0o600)
 }
 
 // Stop stops everything in the reverse of start order: workers first (they
