@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -61,30 +62,15 @@ func (l *loader) watchLoad(ctx context.Context, srv *server, ids []string, n, ch
 			opened.Add(1)
 			ready <- struct{}{}
 			var mine []time.Duration
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				data, ok := strings.CutPrefix(sc.Text(), "data: ")
-				if !ok {
-					continue
-				}
-				at := time.Now()
-				var ev struct {
-					Type   string `json:"type"`
-					Object struct {
-						ID string `json:"id"`
-					} `json:"object"`
-				}
-				if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "MODIFIED" {
-					continue
-				}
+			eachModified(resp.Body, func(id string, at time.Time) {
 				mu.Lock()
-				t0, ok := sent[ev.Object.ID]
+				t0, ok := sent[id]
 				mu.Unlock()
 				if ok {
 					mine = append(mine, at.Sub(t0))
 					received.Add(1)
 				}
-			}
+			})
 			mu.Lock()
 			delays = append(delays, mine...)
 			mu.Unlock()
@@ -99,26 +85,14 @@ func (l *loader) watchLoad(ctx context.Context, srv *server, ids []string, n, ch
 	time.Sleep(2 * time.Second) // let the streams settle before measuring memory
 	withWatchers := srv.rssKB()
 
-	// Writers: one change every second per cluster, spread evenly.
-	var changes atomic.Int64
-	tick := time.NewTicker(time.Second / time.Duration(changed))
-	stopAt := time.Now().Add(d)
-	available := map[string]bool{}
-	for i := 0; time.Now().Before(stopAt); i++ {
-		<-tick.C
-		id := ids[i%changed]
-		available[id] = !available[id]
-		status := map[bool]string{true: "True", false: "False"}[available[id]]
+	changes, err := l.flipStatuses(ctx, ids[:changed], d, func(id string) {
 		mu.Lock()
 		sent[id] = time.Now()
 		mu.Unlock()
-		code, body, err := l.call(ctx, http.MethodPut, l.base+"/clusters/"+id+"/statuses", statusBody("validation", status))
-		if err != nil || code >= 300 {
-			return fmt.Errorf("change %s: %d %s %v", id, code, body, err)
-		}
-		changes.Add(1)
+	})
+	if err != nil {
+		return err
 	}
-	tick.Stop()
 	time.Sleep(2 * time.Second) // the last events' delivery
 	cancel()
 	wg.Wait()
@@ -130,13 +104,60 @@ func (l *loader) watchLoad(ctx context.Context, srv *server, ids []string, n, ch
 		}
 		return delays[min(len(delays)-1, int(p*float64(len(delays))))]
 	}
-	want := changes.Load() * int64(n)
-	fmt.Printf("\nwatch: %d watchers of /clusters (fields=id), %d changes of %d clusters in %s (one a second each)\n", n, changes.Load(), changed, d)
+	want := changes * int64(n)
+	fmt.Printf("\nwatch: %d watchers of /clusters (fields=id), %d changes of %d clusters in %s (one a second each)\n", n, changes, changed, d)
 	fmt.Printf("| watchers | changes | events expected | events received | delay p50 | p90 | p99 | max | RSS per watcher |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	fmt.Printf("| %d | %d | %d | %d | %s | %s | %s | %s | %.1f KiB |\n", n, changes.Load(), want, received.Load(),
+	fmt.Printf("| %d | %d | %d | %d | %s | %s | %s | %s | %.1f KiB |\n", n, changes, want, received.Load(),
 		ms(pct(0.5)), ms(pct(0.9)), ms(pct(0.99)), ms(pct(1)), float64(withWatchers-before)/float64(n))
 	fmt.Printf("server RSS: %d KiB before the watches, %d KiB with them open, %s at the end\n", before, withWatchers, srv.rss())
 	return nil
+}
+
+// flipStatuses is the writers: it flips each cluster's Available
+// condition about once a second for d, spread evenly, calling sending
+// just before each change's request, and returns how many it made.
+func (l *loader) flipStatuses(ctx context.Context, ids []string, d time.Duration, sending func(id string)) (int64, error) {
+	var changes int64
+	tick := time.NewTicker(time.Second / time.Duration(len(ids)))
+	defer tick.Stop()
+	stopAt := time.Now().Add(d)
+	available := map[string]bool{}
+	for i := 0; time.Now().Before(stopAt); i++ {
+		<-tick.C
+		id := ids[i%len(ids)]
+		available[id] = !available[id]
+		status := map[bool]string{true: "True", false: "False"}[available[id]]
+		sending(id)
+		code, body, err := l.call(ctx, http.MethodPut, l.base+"/clusters/"+id+"/statuses", statusBody("validation", status))
+		if err != nil || code >= 300 {
+			return changes, fmt.Errorf("change %s: %d %s %v", id, code, body, err)
+		}
+		changes++
+	}
+	return changes, nil
+}
+
+// eachModified calls fn with the id of every MODIFIED event of a watch
+// stream and the time it arrived, until the stream ends.
+func eachModified(stream io.Reader, fn func(id string, at time.Time)) {
+	sc := bufio.NewScanner(stream)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		at := time.Now()
+		var ev struct {
+			Type   string `json:"type"`
+			Object struct {
+				ID string `json:"id"`
+			} `json:"object"`
+		}
+		if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "MODIFIED" {
+			continue
+		}
+		fn(ev.Object.ID, at)
+	}
 }
 
 // rssKB is the server's resident set in KiB (0 when unknown).
