@@ -101,23 +101,9 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 			return nil, fmt.Errorf("tenancy: %w", err)
 		}
 	}
-	var specs lifecycle.SpecValidator
-	if opts.SpecSchema != "" {
-		v, err := specschema.LoadFor(opts.SpecSchema, opts.Kinds)
-		if err != nil {
-			return nil, err
-		}
-		opts.Logger.Info().Str("file", opts.SpecSchema).Strs("kinds", v.Kinds()).Msg("spec schema validation on")
-		specs = v
-	} else if slices.ContainsFunc(opts.Kinds.All(), func(k resource.Kind) bool { return k.RequireSpecSchema }) {
-		// Kinds that require a spec schema start from the built-in base,
-		// as upstream's do.
-		v, err := specschema.LoadFor("", opts.Kinds)
-		if err != nil {
-			return nil, err
-		}
-		opts.Logger.Info().Strs("kinds", v.Kinds()).Msg("spec schema validation on, with the built-in base schemas")
-		specs = v
+	specs, err := specValidator(opts.SpecSchema, opts.Kinds, opts.Logger)
+	if err != nil {
+		return nil, err
 	}
 	opts.Store.Logger = opts.Logger
 	opts.Store.Kinds = opts.Kinds
@@ -177,6 +163,31 @@ func Build(ctx context.Context, opts Options) (*App, error) {
 			}
 			<-done
 		}}, nil
+}
+
+// specValidator loads the spec schemas of file (an OpenAPI document), or
+// the built-in base schemas when file is empty and some kind requires a
+// schema; nil when neither, which turns spec validation off.
+func specValidator(file string, kinds *resource.Kinds, log zerolog.Logger) (lifecycle.SpecValidator, error) {
+	if file != "" {
+		v, err := specschema.LoadFor(file, kinds)
+		if err != nil {
+			return nil, err
+		}
+		log.Info().Str("file", file).Strs("kinds", v.Kinds()).Msg("spec schema validation on")
+		return v, nil
+	}
+	if !slices.ContainsFunc(kinds.All(), func(k resource.Kind) bool { return k.RequireSpecSchema }) {
+		return nil, nil
+	}
+	// Kinds that require a spec schema start from the built-in base, as
+	// upstream's do.
+	v, err := specschema.LoadFor("", kinds)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Strs("kinds", v.Kinds()).Msg("spec schema validation on, with the built-in base schemas")
+	return v, nil
 }
 
 // termCompactionInterval is how often the API folds appended term-count
