@@ -236,6 +236,22 @@ func (c *Config) Validate(jwtEnabled bool, issuers ...string) error {
 		add("system_secret_file", "is set, but system_header is not, so no header carries the secret",
 			"set system_header (e.g. X-HyperFleet-System), or remove system_secret_file")
 	}
+	c.checkDimensions(jwtEnabled, add, checkHeader)
+	c.checkSystemIdentities(jwtEnabled, issuers, add)
+	if c.SystemHeader == "" && len(c.SystemIdentities) == 0 {
+		add("system_header", "no caller can be a system caller, so the reconciler and the adapters could not report status",
+			"set system_header and system_secret_file (a header the workers send with the secret) or system_identities (the identities of their tokens)")
+	}
+	if len(ps) > 0 {
+		return &ConfigError{Problems: ps}
+	}
+	return nil
+}
+
+// checkDimensions checks the dimensions: at least one, and required;
+// keys well formed and unique; each read from exactly one of a header
+// (through checkHeader) or a claim, a claim only with tokens.
+func (c *Config) checkDimensions(jwtEnabled bool, add func(field, msg, fix string), checkHeader func(field, name string)) {
 	if len(c.Dimensions) == 0 {
 		add("dimensions", "no dimension is listed", "list at least one, e.g. {key: org, header: X-Tenant-Org, required: true}")
 	}
@@ -270,6 +286,12 @@ func (c *Config) Validate(jwtEnabled bool, issuers ...string) error {
 	if len(c.Dimensions) > 0 && !required {
 		add("dimensions", "no dimension is required, so a caller could resolve no tenancy at all", "mark at least one dimension required: true")
 	}
+}
+
+// checkSystemIdentities checks the token identities of system callers:
+// well formed, listed once, bound to a trusted issuer when several are
+// trusted, and only with tokens.
+func (c *Config) checkSystemIdentities(jwtEnabled bool, issuers []string, add func(field, msg, fix string)) {
 	ids := map[SystemIdentity]bool{}
 	for i, id := range c.SystemIdentities {
 		field := fmt.Sprintf("system_identities[%d]", i)
@@ -292,14 +314,6 @@ func (c *Config) Validate(jwtEnabled bool, issuers ...string) error {
 	if len(c.SystemIdentities) > 0 && !jwtEnabled {
 		add("system_identities", "system identities come from tokens, and --jwt-enabled (HYPERFLEET_JWT_ENABLED) is off", "turn JWT authentication on, or mark system callers with system_header and system_secret_file")
 	}
-	if c.SystemHeader == "" && len(c.SystemIdentities) == 0 {
-		add("system_header", "no caller can be a system caller, so the reconciler and the adapters could not report status",
-			"set system_header and system_secret_file (a header the workers send with the secret) or system_identities (the identities of their tokens)")
-	}
-	if len(ps) > 0 {
-		return &ConfigError{Problems: ps}
-	}
-	return nil
 }
 
 // readSystemSecret reads system_secret_file, which a system header
