@@ -76,9 +76,10 @@ type ChangeLog interface {
 	// PruneChanges removes the changes older than before and those beyond
 	// the newest keep, never the newest one, and returns how many went.
 	PruneChanges(ctx context.Context, before time.Time, keep int64) (int64, error)
-	// ChangeSignal receives a value after a change committed through this
-	// store and, while ListenChanges runs, through another replica's. It
-	// holds one value: a wake-up, not a count.
+	// ChangeSignal receives a value once a change committed through this
+	// store can be read (on PostgreSQL: once it is numbered) and, while
+	// ListenChanges runs, another replica's. It holds one value: a
+	// wake-up, not a count.
 	ChangeSignal() <-chan struct{}
 	// ListenChanges relays other replicas' commits to ChangeSignal until
 	// ctx ends (PostgreSQL LISTEN, reconnecting after a failure). On
@@ -90,10 +91,9 @@ type ChangeLog interface {
 const changeChannel = "hyperfleet_changes"
 
 // changeLockID serialises the numbering of changes on PostgreSQL
-// (arbitrary: "hfchange" in ASCII). A writer takes it just before it
-// inserts its rows and holds it to its commit, so sequence numbers become
-// visible in order: a reader that sees seq n has seen every seq below.
-// Only transactions that change a resource take it.
+// (arbitrary: "hfchange" in ASCII): the sequencer's passes take it, one
+// at a time, so numbers become visible in order: a reader that sees seq
+// n has seen every seq below. Writers do not take it.
 const changeLockID = 0x68666368616e6765
 
 const changeColumns = "type, changed_ms, id, kind, parent_id, name, generation, spec, labels, conditions, refs, " +
@@ -186,9 +186,10 @@ func (t *gormTx) noteChange(typ string, row resourceRow) {
 	c.row = row
 }
 
-// flushChanges writes the transaction's changes at its end, numbered
-// under the log's lock (PostgreSQL; SQLite's writers are serial already),
-// and notifies the other replicas on commit.
+// flushChanges writes the transaction's changes at its end. SQLite
+// numbers them as they are written (its writers are serial); on
+// PostgreSQL they wait for the sequencer, which numbers them after the
+// commit and notifies the other replicas.
 func (t *gormTx) flushChanges(ctx context.Context) error {
 	var live []pendingChange
 	for _, c := range t.changes {
@@ -200,11 +201,6 @@ func (t *gormTx) flushChanges(ctx context.Context) error {
 		return nil
 	}
 	db := t.db.WithContext(ctx)
-	if t.backend == BackendPostgres {
-		if err := db.Exec("SELECT pg_advisory_xact_lock(?)", int64(changeLockID)).Error; err != nil {
-			return fmt.Errorf("lock the change log: %w", err)
-		}
-	}
 	now := time.Now().UnixMilli()
 	values := make([]string, 0, len(live))
 	args := make([]any, 0, len(live)*18)
@@ -217,11 +213,6 @@ func (t *gormTx) flushChanges(ctx context.Context) error {
 	insert := "INSERT INTO resource_changes (" + changeColumns + ") VALUES " + strings.Join(values, ", ")
 	if err := db.Exec(insert, args...).Error; err != nil {
 		return fmt.Errorf("write %d change(s) to the change log: %w", len(live), err)
-	}
-	if t.backend == BackendPostgres {
-		if err := db.Exec("SELECT pg_notify(?, '')", changeChannel).Error; err != nil {
-			return fmt.Errorf("notify the change log's listeners: %w", err)
-		}
 	}
 	t.wroteChanges = true
 	return nil
@@ -378,6 +369,9 @@ func (s *gormStore) ListenChanges(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
+	// Number what other replicas left unnumbered even before this one
+	// writes (the sequencer's sweep).
+	s.seq.start.Do(s.startSequencer)
 	failing := false
 	for {
 		err := s.listen(ctx)

@@ -3,9 +3,13 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/hyperfleet/hyperfleet/apiserver/search"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
@@ -171,5 +175,147 @@ func TestChangeWindowResumable(t *testing.T) {
 		if got := tt.w.Resumable(tt.v); got != tt.want {
 			t.Errorf("%+v.Resumable(%d) = %v, want %v", tt.w, tt.v, got, tt.want)
 		}
+	}
+}
+
+// Writers on two stores of one database (two API replicas) change
+// resources at once while a reader tails the log by version, as a watch
+// does: the reader must see every change exactly once, each resource's in
+// the order they were made, and never a version below one it has passed.
+func TestChangeLogNumbersConcurrentWritersInOrder(t *testing.T) {
+	for _, cfg := range configs(t) {
+		t.Run(cfg.Driver, func(t *testing.T) {
+			ctx := context.Background()
+			open := func() store.Store {
+				cfg := cfg
+				cfg.Logger, cfg.ChangeLog = zerolog.Nop(), true
+				s, err := store.Open(ctx, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				if err := s.Migrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			replicas := []store.Store{open(), open()}
+			start := newest(t, replicas[0])
+			const writers, changes = 6, 20
+			ids := make([]string, writers)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("c%d", i)
+				create(t, replicas[0], cluster(ids[i], ids[i]))
+			}
+			// Each change writes its count into the condition's message;
+			// two writers share each resource, so its row lock orders them.
+			var wg sync.WaitGroup
+			errs := make(chan error, writers*2)
+			for w := range writers * 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s, id := replicas[w%2], ids[w/2]
+					for range changes {
+						err := s.InTx(ctx, func(tx store.Tx) error {
+							r, err := tx.LockResource(ctx, resource.KindCluster, id)
+							if err != nil {
+								return err
+							}
+							n, _ := strconv.Atoi(r.Status.Conditions[0].Message)
+							r.Status.Conditions[0].Message = strconv.Itoa(n + 1)
+							return tx.UpdateState(ctx, r)
+						})
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+
+			reader := replicas[1]
+			last, seen := start, map[string]int{}
+			total, want := 0, writers*(1+2*changes)
+			deadline := time.Now().Add(time.Minute)
+			for total < want && time.Now().Before(deadline) {
+				cs, err := reader.ReadChanges(ctx, store.ChangeQuery{After: last})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range cs {
+					if c.Seq <= last {
+						t.Fatalf("version %d read after %d", c.Seq, last)
+					}
+					last = c.Seq
+					total++
+					n := 0
+					if c.Type != store.ChangeAdded {
+						n, _ = strconv.Atoi(c.Resource.Status.Conditions[0].Message)
+					}
+					if prev, ok := seen[c.Resource.ID]; ok && n != prev+1 {
+						t.Fatalf("%s: change %d read after change %d", c.Resource.ID, n, prev)
+					}
+					seen[c.Resource.ID] = n
+				}
+				if len(cs) == 0 {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			<-done
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if total != want {
+				t.Fatalf("read %d changes, want %d", total, want)
+			}
+			// Nothing is left unnumbered, and nothing more arrives.
+			if cs, err := reader.ReadChanges(ctx, store.ChangeQuery{After: last}); err != nil || len(cs) != 0 {
+				t.Fatalf("after every change: %d more (%v)", len(cs), err)
+			}
+			for _, id := range ids {
+				if seen[id] != 2*changes {
+					t.Errorf("%s: last change read %d, want %d", id, seen[id], 2*changes)
+				}
+			}
+		})
+	}
+}
+
+// A database written at schema version 13, where a change got its number
+// as it was written, keeps those numbers through version 14; later
+// changes number after them.
+func TestChangeLogNumbersSurviveVersion14(t *testing.T) {
+	for _, cfg := range configs(t) {
+		t.Run(cfg.Driver, func(t *testing.T) {
+			ctx := context.Background()
+			cfg.Logger, cfg.ChangeLog = zerolog.Nop(), true
+			s, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := store.MigrateTo(ctx, s, 13); err != nil {
+				t.Fatal(err)
+			}
+			create(t, s, cluster("old", "old"))
+			before := newest(t, s)
+			if before == 0 {
+				t.Fatal("no change numbered at version 13")
+			}
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatalf("upgrade to version %d: %v", store.SchemaVersion(), err)
+			}
+			if n := newest(t, s); n != before {
+				t.Fatalf("newest version %d after the upgrade, was %d", n, before)
+			}
+			create(t, s, cluster("new", "new"))
+			if got := strings.Join(changesOf(ctx, t, s, before-1), ", "); got != "ADDED old, ADDED new" {
+				t.Errorf("change log across the upgrade = %s, want ADDED old, ADDED new", got)
+			}
+		})
 	}
 }

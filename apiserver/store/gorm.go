@@ -64,8 +64,10 @@ type gormStore struct {
 	// changed is ChangeSignal's channel.
 	url     string
 	changed chan struct{}
-	// changeLog: write the change log (Config.ChangeLog).
+	// changeLog: write the change log (Config.ChangeLog); seq numbers
+	// its changes on PostgreSQL (sequencer.go).
 	changeLog bool
+	seq       sequencer
 }
 
 // Open connects to the configured backend and checks it answers. It does
@@ -217,12 +219,14 @@ func (s *gormStore) Ping(ctx context.Context) error { return s.sqlDB.PingContext
 func (s *gormStore) SQLDB() *sql.DB { return s.sqlDB }
 
 func (s *gormStore) Close() error {
+	s.stopSequencer()
 	s.stmts.close()
 	return s.sqlDB.Close()
 }
 
-// InTx runs fn and then writes the changes it made to the change log,
-// last, so the log's lock (changes.go) is held only until the commit.
+// InTx runs fn and then writes the changes it made to the change log.
+// On PostgreSQL it returns once they are numbered (sequencer.go), so a
+// watch reading after the call sees them.
 func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 	var t *gormTx
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -233,7 +237,11 @@ func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 		return t.flushChanges(ctx)
 	})
 	if err == nil && t != nil && t.wroteChanges {
-		s.signalChange()
+		if s.backend == BackendPostgres {
+			s.awaitNumbered(ctx)
+		} else {
+			s.signalChange()
+		}
 	}
 	return err
 }

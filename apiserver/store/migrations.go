@@ -33,6 +33,7 @@ var migrations = []migration{
 	schemaV11,
 	schemaV12,
 	schemaV13,
+	schemaV14,
 }
 
 // SchemaVersion is the newest schema this binary knows.
