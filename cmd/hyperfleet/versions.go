@@ -55,7 +55,8 @@ new reconcile workflows start on (current), how many live workflows are still
 pinned to each, and whether an old one is drained (its workers may stop).
 A reconciler worker makes its version current when it is new (--promote new,
 the default); with --promote first or never, roll a release out, ramp it or
-roll it back with the subcommands.`,
+roll it back with the subcommands (rollout does it all, as the Helm chart's
+hook).`,
 		Args:    cobra.NoArgs,
 		PreRunE: bindEnvPreRun,
 		RunE: withClient(func(ctx context.Context, c client.Client, _ zerolog.Logger) error {
@@ -87,8 +88,8 @@ workers start).`,
 			if err := bindEnvPreRun(cmd, args); err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("ramp") && !(ramp > 0 && ramp < 100) { // NaN too
-				return fmt.Errorf("--ramp %g: give a share of new workflows above 0 and below 100; leave --ramp out to make the version current", ramp)
+			if cmd.Flags().Changed("ramp") {
+				return checkRamp(ramp)
 			}
 			return nil
 		},
@@ -128,11 +129,20 @@ stopped before they had drained, after starting one of them again.`,
 		}),
 	}
 	drain.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
-	for _, c := range []*cobra.Command{setCurrent, drain} {
+	rollout := newRolloutCommand(&deployment, &rate, withClient)
+	for _, c := range []*cobra.Command{setCurrent, drain, rollout} {
 		c.Flags().Float64Var(&rate, "upgrade-notice-rate", 200, "upgrade notices a second")
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// checkRamp says what is wrong with a --ramp share.
+func checkRamp(ramp float32) error {
+	if !(ramp > 0 && ramp < 100) { // NaN too
+		return fmt.Errorf("--ramp %g: give a share of new workflows above 0 and below 100; leave --ramp out to make the version current", ramp)
+	}
+	return nil
 }
 
 // setCurrentVersion makes v current and tells the live workflows of the

@@ -153,7 +153,10 @@ adapters:
 		kinds[o.GetKind()]++
 		byName[o.GetKind()+"/"+o.GetName()] = o
 	}
-	want := map[string]int{"Deployment": 4, "Service": 1, "ConfigMap": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1}
+	// The reconciler's roll-out hook (reconciler.rollout: hook, the
+	// default) brings a Job with its ServiceAccount, Role and RoleBinding.
+	want := map[string]int{"Deployment": 4, "Service": 1, "ConfigMap": 1, "ServiceAccount": 2, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"Job": 1, "Role": 1, "RoleBinding": 1}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %s objects, want %d (all: %v)", kinds[k], k, n, kinds)
@@ -207,7 +210,7 @@ adapters:
 	if mounts := fmt.Sprint(validation["volumeMounts"]); !strings.Contains(mounts, "/etc/hyperfleet/maestro") {
 		t.Errorf("validation worker mounts = %s", mounts)
 	}
-	if v := fmt.Sprint(container(t, byName, "Deployment/hf-hyperfleet-reconciler")["args"]); !strings.Contains(v, "--reconciler") {
+	if v := fmt.Sprint(container(t, byName, reconcilerKey(t, byName))["args"]); !strings.Contains(v, "--reconciler") {
 		t.Errorf("reconciler args = %s", v)
 	}
 
@@ -316,6 +319,22 @@ func container(t *testing.T, objs map[string]*unstructured.Unstructured, key str
 		t.Fatalf("%s has no containers", key)
 	}
 	return cs[0].(map[string]any)
+}
+
+// reconcilerKey is the byName key of the one reconciler Deployment, whose
+// name carries its build in the hook mode.
+func reconcilerKey(t *testing.T, byName map[string]*unstructured.Unstructured) string {
+	t.Helper()
+	var keys []string
+	for key, o := range byName {
+		if o.GetKind() == "Deployment" && o.GetLabels()["app.kubernetes.io/component"] == "reconciler" {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) != 1 {
+		t.Fatalf("reconciler Deployments %v, want one", keys)
+	}
+	return keys[0]
 }
 
 func envOf(c map[string]any) map[string]string {
@@ -430,7 +449,7 @@ func TestChartTracingValue(t *testing.T) {
 	}
 	for deployment, service := range map[string]string{
 		"Deployment/hf-hyperfleet-api":                  "hyperfleet-api",
-		"Deployment/hf-hyperfleet-reconciler":           "hyperfleet-reconciler",
+		reconcilerKey(t, byName):                        "hyperfleet-reconciler",
 		"Deployment/hf-hyperfleet-adapter-landing-zone": "hyperfleet-adapter-landing-zone",
 	} {
 		env := envOf(container(t, byName, deployment))
@@ -449,11 +468,13 @@ func TestChartTracingValue(t *testing.T) {
 	}
 }
 
-// Worker versioning: the reconciler is the image tag's version of its
-// deployment, is ready only once its version is decided, is replaced one
-// pod at a time and has time to drain; the alerts ship off by default.
+// Worker versioning, reconciler.rollout: rolling (the chart before the
+// hook): the reconciler is the image tag's version of its deployment, one
+// Deployment that promotes its own build, is ready only once its version
+// is decided, is replaced one pod at a time and has time to drain; no hook
+// renders. The alerts ship off by default.
 func TestChartRollsTheReconcilerOutAndShipsAlerts(t *testing.T) {
-	base := "temporal: {address: temporal.example:7233}\nimage: {tag: v9.9.9}\nreconciler: {drainTimeoutSeconds: 120}\n"
+	base := "temporal: {address: temporal.example:7233}\nimage: {tag: v9.9.9}\nreconciler: {rollout: rolling, drainTimeoutSeconds: 120}\n"
 	out, err := render(t, base, "hf")
 	if err != nil {
 		t.Fatal(err)
@@ -463,12 +484,18 @@ func TestChartRollsTheReconcilerOutAndShipsAlerts(t *testing.T) {
 	}
 	var rec *unstructured.Unstructured
 	for _, o := range decode(t, out) {
-		if o.GetKind() == "Deployment" && o.GetName() == "hf-hyperfleet-reconciler" {
+		switch {
+		case o.GetKind() == "Deployment" && o.GetName() == "hf-hyperfleet-reconciler":
 			rec = o
+		case o.GetKind() == "Job" || o.GetKind() == "Role" || o.GetKind() == "RoleBinding":
+			t.Errorf("the rolling mode renders %s %s", o.GetKind(), o.GetName())
 		}
 	}
 	if rec == nil {
 		t.Fatal("no reconciler Deployment")
+	}
+	if _, ok := rec.GetAnnotations()["helm.sh/resource-policy"]; ok {
+		t.Errorf("the rolling mode's reconciler is kept by Helm: annotations %v", rec.GetAnnotations())
 	}
 	// Decoded through JSON, so numbers arrive as float64: compare their text.
 	grace, _, _ := unstructured.NestedFieldNoCopy(rec.Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
@@ -485,7 +512,8 @@ func TestChartRollsTheReconcilerOutAndShipsAlerts(t *testing.T) {
 			env[m["name"].(string)] = v
 		}
 	}
-	if env["HYPERFLEET_BUILD_ID"] != "v9.9.9" || env["HYPERFLEET_DEPLOYMENT_NAME"] != "hyperfleet-reconciler" || env["HYPERFLEET_DRAIN_TIMEOUT"] != "120s" {
+	if env["HYPERFLEET_BUILD_ID"] != "v9.9.9" || env["HYPERFLEET_DEPLOYMENT_NAME"] != "hyperfleet-reconciler" || env["HYPERFLEET_DRAIN_TIMEOUT"] != "120s" ||
+		env["HYPERFLEET_PROMOTE"] != "true" {
 		t.Errorf("reconciler versioning env = %v", env)
 	}
 	if path, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path"); path != "/readyz" {

@@ -108,10 +108,10 @@ func TestChartTenancyGatewayStyle(t *testing.T) {
 	if annotations["hyperfleet.io/tenancy-checksum"] == "" {
 		t.Errorf("the API pods do not roll with the tenancy: annotations %v", annotations)
 	}
-	for _, d := range []string{"Deployment/hf-hyperfleet-api", "Deployment/hf-hyperfleet-reconciler", "Deployment/hf-hyperfleet-adapter-landing-zone"} {
+	for _, d := range []string{"Deployment/hf-hyperfleet-api", reconcilerKey(t, byName), "Deployment/hf-hyperfleet-adapter-landing-zone"} {
 		checkSystemSecretMounted(t, byName, d, "hf-hyperfleet-system-secret", "secret")
 	}
-	for _, d := range []string{"Deployment/hf-hyperfleet-reconciler", "Deployment/hf-hyperfleet-adapter-landing-zone"} {
+	for _, d := range []string{reconcilerKey(t, byName), "Deployment/hf-hyperfleet-adapter-landing-zone"} {
 		args := fmt.Sprint(container(t, byName, d)["args"])
 		if !strings.Contains(args, "--api-system-header=X-HyperFleet-System") || !strings.Contains(args, "--api-system-secret-file=/etc/hyperfleet/system-secret/secret") ||
 			strings.Contains(args, "--api-token-file") {
@@ -140,7 +140,7 @@ func checkAPINetworkPolicy(t *testing.T, byName map[string]*unstructured.Unstruc
 		return l
 	}
 	apiPods := podLabels("Deployment/hf-hyperfleet-api")
-	if sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || !sel.Matches(apiPods) || sel.Matches(podLabels("Deployment/hf-hyperfleet-reconciler")) {
+	if sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || !sel.Matches(apiPods) || sel.Matches(podLabels(reconcilerKey(t, byName))) {
 		t.Errorf("the policy selects %v, not the API's pods only (%v)", np.Spec.PodSelector, err)
 	}
 	if fmt.Sprint(np.Spec.PolicyTypes) != "[Ingress]" || len(np.Spec.Ingress) != 1 {
@@ -186,7 +186,7 @@ func checkAPINetworkPolicy(t *testing.T, byName map[string]*unstructured.Unstruc
 		pod, ns labels.Set
 		want    bool
 	}{
-		{"the reconciler", podLabels("Deployment/hf-hyperfleet-reconciler"), nil, true},
+		{"the reconciler", podLabels(reconcilerKey(t, byName)), nil, true},
 		{"an adapter", podLabels("Deployment/hf-hyperfleet-adapter-landing-zone"), nil, true},
 		{"the gateway", labels.Set{"app.kubernetes.io/name": "my-gateway"}, gatewayNS, true},
 		{"Prometheus", labels.Set{"app.kubernetes.io/name": "prometheus"}, labels.Set{"kubernetes.io/metadata.name": "monitoring"}, true},
@@ -244,7 +244,7 @@ func TestChartTenancyGatewayExistingSecret(t *testing.T) {
 			t.Errorf("rendered %s", key)
 		}
 	}
-	for _, d := range []string{"Deployment/hf-hyperfleet-api", "Deployment/hf-hyperfleet-reconciler", "Deployment/hf-hyperfleet-adapter-landing-zone"} {
+	for _, d := range []string{"Deployment/hf-hyperfleet-api", reconcilerKey(t, byName), "Deployment/hf-hyperfleet-adapter-landing-zone"} {
 		checkSystemSecretMounted(t, byName, d, "fleet-system-secret", "token")
 	}
 	if !strings.Contains(tenancyData(t, byName)["tenancy.yaml"], "system_secret_file: /etc/hyperfleet/system-secret/secret") {
@@ -289,7 +289,7 @@ tenancy:
 			t.Errorf("API %s = %q, want %q", k, env[k], v)
 		}
 	}
-	for _, d := range []string{"Deployment/hf-hyperfleet-reconciler", "Deployment/hf-hyperfleet-adapter-landing-zone"} {
+	for _, d := range []string{reconcilerKey(t, byName), "Deployment/hf-hyperfleet-adapter-landing-zone"} {
 		c := container(t, byName, d)
 		if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--api-token-file=/etc/hyperfleet/system-token/token") || strings.Contains(args, "--api-system-header") {
 			t.Errorf("%s args = %s", d, args)

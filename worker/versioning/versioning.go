@@ -253,6 +253,49 @@ func SetCurrent(ctx context.Context, c client.Client, v Version) (Version, error
 	return prev, nil
 }
 
+// Versions lists the versions Temporal knows of the deployment (none when
+// no versioned worker has polled it yet).
+func Versions(ctx context.Context, c client.Client, deployment string) ([]Version, error) {
+	d, err := c.WorkerDeploymentClient().GetHandle(deployment).Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("describe worker deployment %s: %w", deployment, err)
+	}
+	out := make([]Version, 0, len(d.Info.VersionSummaries))
+	for _, s := range d.Info.VersionSummaries {
+		out = append(out, Version{Deployment: deployment, BuildID: s.Version.BuildID})
+	}
+	return out, nil
+}
+
+// ClearRamp ends a ramp, if one is set, and returns the version that was
+// ramping (BuildID empty: none, or unversioned workers). A workflow that
+// continues as new is routed by the ramp too, so a version still ramping
+// never drains: rolling a canary back ends its ramp first.
+func ClearRamp(ctx context.Context, c client.Client, deployment string) (Version, error) {
+	h := c.WorkerDeploymentClient().GetHandle(deployment)
+	d, err := h.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+	if err != nil {
+		return Version{}, fmt.Errorf("describe worker deployment %s: %w", deployment, err)
+	}
+	rc := d.Info.RoutingConfig
+	if rc.RampingVersion == nil && rc.RampingVersionPercentage == 0 {
+		return Version{}, nil
+	}
+	was := Version{Deployment: deployment}
+	if rc.RampingVersion != nil {
+		was.BuildID = rc.RampingVersion.BuildID
+	}
+	// An empty build id at 0% is Temporal's "no ramping version".
+	if _, err := h.SetRampingVersion(ctx, client.WorkerDeploymentSetRampingVersionOptions{ConflictToken: d.ConflictToken}); err != nil {
+		return Version{}, fmt.Errorf("end the ramp of %s: %w", was, err)
+	}
+	return was, nil
+}
+
 // Pinned counts the open reconcile workflows pinned to v.
 func Pinned(ctx context.Context, c client.Client, v Version) (int64, error) {
 	resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: pinnedQuery(v)})

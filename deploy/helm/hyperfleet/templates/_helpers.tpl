@@ -93,3 +93,20 @@ when tracing.endpoint is empty. Called with (dict "root" $ "service" name). */}}
     secretName: {{ .Values.temporal.tls.secretName }}
 {{- end }}
 {{- end -}}
+
+{{- /* The reconciler's build id: its version of the Temporal worker deployment. */}}
+{{- define "hyperfleet.buildID" -}}
+{{- .Values.reconciler.buildId | default (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- /* The build id as a name part and label value (hook mode): what of it
+fits [a-z0-9-], and a hash of the whole, so two build ids that differ only
+in what was replaced or cut (v1.4.2 and v1-4-2) never share a Deployment. */}}
+{{- define "hyperfleet.buildSlug" -}}
+{{- $b := include "hyperfleet.buildID" . -}}
+{{- if not $b }}
+{{- fail "reconciler.rollout hook needs a build id to name the version and its Deployment: set image.tag or reconciler.buildId (or use reconciler.rollout: rolling for unversioned workers)" }}
+{{- end }}
+{{- $s := regexReplaceAll "[^a-z0-9]+" ($b | lower) "-" | trunc 24 | trimAll "-" -}}
+{{- if $s }}{{ $s }}-{{ end }}{{ $b | sha256sum | trunc 8 }}
+{{- end -}}
