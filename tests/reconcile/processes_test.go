@@ -134,7 +134,8 @@ func TestSeparateProcesses(t *testing.T) {
 // declares its version (--promote never), then ramps a share of new
 // workflows to it with `hyperfleet versions set-current --ramp`, waiting
 // for it to poll: the operator's canary (docs/operator-guide.md,
-// "Upgrading"). The current version stays current.
+// "Upgrading"). The current version stays current until `versions
+// rollout` (the Helm hook's command) holds at a ramp, then finishes.
 func deliberateRollout(t *testing.T, temporalAddr, api string) {
 	t.Helper()
 	versions := func(args ...string) (string, error) {
@@ -165,6 +166,31 @@ func deliberateRollout(t *testing.T, temporalAddr, api string) {
 	// Setting the current version current again changes nothing.
 	if out, err := versions("set-current", current); err != nil || !strings.Contains(out, "current already") {
 		t.Errorf("set-current %s (current): %v\n%s", current, err, out)
+	}
+
+	// The Helm hook's step (`versions rollout`, Temporal only here): with
+	// --ramp and no --ramp-for it moves the ramp and holds there ...
+	if out, err := versions("rollout", "canary", "--ramp", "50", "--timeout", "1m"); err != nil || !strings.Contains(out, "holding at the ramp") {
+		t.Fatalf("rollout canary --ramp 50: %v\n%s", err, out)
+	}
+	if out, err := versions(); err != nil || !regexp.MustCompile(`(?m)^canary\s+ramping 50%`).MatchString(out) {
+		t.Errorf("hyperfleet versions after rollout --ramp 50: %v\n%s\nwant canary ramping 50%%", err, out)
+	}
+	// ... and without it finishes: canary current, no ramp left, and the
+	// old version's live workflows moved to it (drained), which is what
+	// lets the hook delete the old Deployment.
+	if out, err := versions("rollout", "canary", "--timeout", "2m"); err != nil || !strings.Contains(out, "canary is rolled out") {
+		t.Fatalf("rollout canary: %v\n%s", err, out)
+	}
+	out, err = versions()
+	if err != nil || !regexp.MustCompile(`(?m)^canary\s+current`).MatchString(out) || strings.Contains(out, "ramping") ||
+		!regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(current)+`\s+\S+\s+0\s`).MatchString(out) {
+		t.Errorf("hyperfleet versions after rollout canary: %v\n%s\nwant canary current, no ramp, 0 workflows pinned to %s", err, out, current)
+	}
+	// Run again, it changes nothing and still succeeds (the hook may be
+	// retried by Helm).
+	if out, err := versions("rollout", "canary", "--timeout", "1m"); err != nil || !strings.Contains(out, "current already") {
+		t.Errorf("rollout canary again: %v\n%s", err, out)
 	}
 }
 
