@@ -90,7 +90,7 @@ func kubeNamespace(flag string, readFile func(string) ([]byte, error)) (string, 
 	return "", errors.New("no Kubernetes namespace: give --kube-namespace (HYPERFLEET_KUBE_NAMESPACE), or run in a pod with a service account")
 }
 
-func newRolloutCommand(deployment *string, rate *float64, withClient func(func(context.Context, client.Client, zerolog.Logger) error) func(*cobra.Command, []string) error) *cobra.Command {
+func newRolloutCommand(deployment *string, rate *float64, withClient clientRunner) *cobra.Command {
 	var (
 		o       rolloutOptions
 		buildID string

@@ -23,21 +23,10 @@ func newVersionsCommand() *cobra.Command {
 	var (
 		tf         temporalFlags
 		deployment string
-		timeout    time.Duration
 		rate       float64
-		buildID    string
-		ramp       float32
-		wait       time.Duration
 	)
-	oneBuildID := func(_ *cobra.Command, args []string) error {
-		if len(args) != 1 || args[0] == "" {
-			return fmt.Errorf("name one build id (see 'hyperfleet versions')")
-		}
-		buildID = args[0]
-		return nil
-	}
 	// withClient runs fn with a Temporal client, closed after it.
-	withClient := func(fn func(ctx context.Context, c client.Client, log zerolog.Logger) error) func(*cobra.Command, []string) error {
+	var withClient clientRunner = func(fn func(ctx context.Context, c client.Client, log zerolog.Logger) error) func(*cobra.Command, []string) error {
 		return withLogger(func(ctx context.Context, log zerolog.Logger) error {
 			c, err := temporalclient.Dial(tf.cfg, log.With().Str("component", "temporal").Logger())
 			if err != nil {
@@ -66,7 +55,40 @@ hook).`,
 	tf.add(cmd.PersistentFlags(), "127.0.0.1:7233")
 	cmd.PersistentFlags().StringVar(&deployment, "deployment-name", versioning.DefaultDeployment, "the reconciler's worker deployment")
 
-	setCurrent := &cobra.Command{
+	setCurrent := newSetCurrentCommand(&deployment, &rate, withClient)
+	drain := newDrainCommand(&deployment, &rate, withClient)
+	rollout := newRolloutCommand(&deployment, &rate, withClient)
+	for _, c := range []*cobra.Command{setCurrent, drain, rollout} {
+		c.Flags().Float64Var(&rate, "upgrade-notice-rate", 200, "upgrade notices a second")
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+// clientRunner makes a command's RunE from fn, run with a Temporal client
+// that is closed after it.
+type clientRunner func(fn func(ctx context.Context, c client.Client, log zerolog.Logger) error) func(*cobra.Command, []string) error
+
+// oneBuildID is the Args check of a subcommand that names one version,
+// stored in *buildID.
+func oneBuildID(buildID *string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 || args[0] == "" {
+			return fmt.Errorf("name one build id (see 'hyperfleet versions')")
+		}
+		*buildID = args[0]
+		return nil
+	}
+}
+
+// newSetCurrentCommand is `hyperfleet versions set-current`.
+func newSetCurrentCommand(deployment *string, rate *float64, withClient clientRunner) *cobra.Command {
+	var (
+		buildID string
+		ramp    float32
+		wait    time.Duration
+	)
+	cmd := &cobra.Command{
 		Use:   "set-current BUILD_ID [--ramp PERCENT] [--wait DURATION]",
 		Short: "Roll out a version: make it current, or ramp a share of new workflows to it",
 		Long: `Make BUILD_ID the version new reconcile workflows start on, and tell the
@@ -83,7 +105,7 @@ and every live workflow stays where it is; run set-current without --ramp
 to finish, or set-current on the old version to roll back. --wait waits
 until a worker of BUILD_ID has polled (for a script that runs as the new
 workers start).`,
-		Args: oneBuildID,
+		Args: oneBuildID(&buildID),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := bindEnvPreRun(cmd, args); err != nil {
 				return err
@@ -94,7 +116,7 @@ workers start).`,
 			return nil
 		},
 		RunE: withClient(func(ctx context.Context, c client.Client, log zerolog.Logger) error {
-			v := versioning.Version{Deployment: deployment, BuildID: buildID}
+			v := versioning.Version{Deployment: *deployment, BuildID: buildID}
 			if wait > 0 {
 				wctx, cancel := context.WithTimeout(ctx, wait)
 				_, err := versioning.WaitRegistered(wctx, c, v)
@@ -110,30 +132,34 @@ workers start).`,
 				fmt.Printf("%s takes %g%% of new reconcile workflows; live ones stay where they are\n", v, ramp)
 				return nil
 			}
-			return setCurrentVersion(ctx, c, v, rate, log)
+			return setCurrentVersion(ctx, c, v, *rate, log)
 		}),
 	}
-	setCurrent.Flags().Float32Var(&ramp, "ramp", 0, "send only this share (0-100, exclusive) of new workflows to BUILD_ID instead of making it current")
-	setCurrent.Flags().DurationVar(&wait, "wait", 0, "wait at most this long for a worker of BUILD_ID to poll (0: it must have polled already)")
-	drain := &cobra.Command{
+	cmd.Flags().Float32Var(&ramp, "ramp", 0, "send only this share (0-100, exclusive) of new workflows to BUILD_ID instead of making it current")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait at most this long for a worker of BUILD_ID to poll (0: it must have polled already)")
+	return cmd
+}
+
+// newDrainCommand is `hyperfleet versions drain`.
+func newDrainCommand(deployment *string, rate *float64, withClient clientRunner) *cobra.Command {
+	var (
+		buildID string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
 		Use:   "drain BUILD_ID",
 		Short: "Move every live workflow of a version to the current one and wait until none is left",
 		Long: `Tell every live reconcile workflow pinned to BUILD_ID to move to the current
 version, and wait until none is left (at most --timeout). A worker of BUILD_ID
 must be running: only it can run the move. Use it when that version's workers
 stopped before they had drained, after starting one of them again.`,
-		Args:    oneBuildID,
+		Args:    oneBuildID(&buildID),
 		PreRunE: bindEnvPreRun,
 		RunE: withClient(func(ctx context.Context, c client.Client, log zerolog.Logger) error {
-			return drainVersion(ctx, c, versioning.Version{Deployment: deployment, BuildID: buildID}, timeout, rate, log)
+			return drainVersion(ctx, c, versioning.Version{Deployment: *deployment, BuildID: buildID}, timeout, *rate, log)
 		}),
 	}
-	drain.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
-	rollout := newRolloutCommand(&deployment, &rate, withClient)
-	for _, c := range []*cobra.Command{setCurrent, drain, rollout} {
-		c.Flags().Float64Var(&rate, "upgrade-notice-rate", 200, "upgrade notices a second")
-		cmd.AddCommand(c)
-	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
 
