@@ -64,7 +64,7 @@ func resumeVersion(c *gin.Context) (int64, error) {
 func (s *Server) watch(c *gin.Context, kind, parentID string) error {
 	if s.hub == nil {
 		return problem.InvalidParameter("watch", "true",
-			"this server does not serve watches: its API replicas run without --watch (HYPERFLEET_WATCH=true), which every replica must set")
+			"this server does not serve watches: its API replicas run with --watch=false (HYPERFLEET_WATCH=false); drop that setting on every replica to serve them")
 	}
 	for _, p := range listOnly {
 		if v, ok := c.GetQuery(p); ok {

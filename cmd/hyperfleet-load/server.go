@@ -131,9 +131,9 @@ func startServer(binary, db string, profile, tenancy, watch bool) (*server, erro
 		dropDB := drop
 		drop = func() { dropDB(); os.RemoveAll(dir) }
 	}
-	if watch {
-		env = append(env, "HYPERFLEET_WATCH=true")
-	}
+	// Always said, so a run means the same on binaries from before and
+	// after watches became the default.
+	env = append(env, "HYPERFLEET_WATCH="+strconv.FormatBool(watch))
 	addr, err := freeAddr()
 	if err != nil {
 		drop()

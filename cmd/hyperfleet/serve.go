@@ -68,7 +68,7 @@ func (a *apiFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&a.specSchema, "spec-schema", "", "OpenAPI document with ClusterSpec/NodePoolSpec schemas to validate specs against")
 	fs.BoolVar(&a.skipMigrate, "skip-migrate", false, "do not apply schema migrations at start-up (run 'hyperfleet migrate' instead)")
 	fs.DurationVar(&a.stuckAfter, "reconcile-stuck-after", stuck.DefaultAfter, "count a resource in hyperfleet_reconcile_stuck once it has not been Reconciled for this long")
-	fs.BoolVar(&a.watch.Enabled, "watch", false, "serve watches (GET ...?watch=true) and write the change log they read; set it on every API replica (on PostgreSQL the log costs write throughput: docs/operator-guide.md)")
+	fs.BoolVar(&a.watch.Enabled, "watch", true, "serve watches (GET ...?watch=true) and write the change log they read; set the same on every API replica (--watch=false writes no log: docs/operator-guide.md, \"Watches\")")
 	fs.IntVar(&a.watch.MaxWatchers, "watch-max", watch.DefaultMaxWatchers, "most watches (GET ...?watch=true) this replica serves at once; more are refused with 503")
 	fs.IntVar(&a.watch.MaxPerTenant, "watch-max-per-tenant", watch.DefaultMaxPerTenant, "with --tenancy-file, most watches one tenancy holds on this replica at once; more are refused with 429")
 	fs.IntVar(&a.watch.Buffer, "watch-buffer", watch.DefaultBuffer, "changes a watcher may fall behind before it is closed with an ERROR event (it then resumes)")

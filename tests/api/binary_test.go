@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/internal/await"
 	"github.com/hyperfleet/hyperfleet/internal/testenv"
@@ -132,6 +133,13 @@ func TestServeBinary(t *testing.T) {
 				strings.NewReader(`{"kind":"Cluster","name":"from-binary-`+backend+`","spec":{}}`))
 			if err != nil || resp.StatusCode != 201 {
 				t.Fatalf("create: %v %v\n%s", resp, err, p.output())
+			}
+			resp.Body.Close()
+			// Watches are on by default (no HYPERFLEET_WATCH above): a
+			// list carries the resource version a watch starts from.
+			resp, err = http.Get("http://" + addr + base + "/clusters")
+			if err != nil || resp.StatusCode != 200 || resp.Header.Get(apiserver.ResourceVersionHeader) == "" {
+				t.Fatalf("list: %v %v: want 200 with %s (watches on by default)\n%s", resp, err, apiserver.ResourceVersionHeader, p.output())
 			}
 			resp.Body.Close()
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)

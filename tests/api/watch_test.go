@@ -455,10 +455,11 @@ func TestWatchSpecAsSentAndSearched(t *testing.T) {
 	})
 }
 
-// Contract: watches are off unless every replica runs with --watch; off,
-// a watch is a 400 naming the setting, a list carries no resource
-// version, and no change is written to the change log.
-func TestWatchOffByDefault(t *testing.T) {
+// Contract: watches are served unless the API runs with --watch=false;
+// off, a watch is a 400 naming the setting, a list carries no resource
+// version, and no change is written to the change log. (That they are on
+// by default, TestServeBinary checks on the binary.)
+func TestWatchOff(t *testing.T) {
 	backends(t, func(t *testing.T, b string) {
 		e := newEnv(t, b, func(o *apiserver.Options) { o.Watch = watch.Config{} })
 		p := e.do("GET", base+"/clusters?watch=true", nil).problem(400, "HYPERFLEET-VAL-003")

@@ -468,6 +468,25 @@ func TestChartTracingValue(t *testing.T) {
 	}
 }
 
+// Watches: served by default (docs/operator-guide.md, "Watches"), and
+// api.watch: false turns them off on every API replica alike.
+func TestChartWatchValue(t *testing.T) {
+	base := "temporal: {address: temporal.example:7233}\n"
+	for values, want := range map[string]string{"": "true", "api: {watch: false}\n": "false", "api: {watch: true}\n": "true"} {
+		manifest, err := render(t, base+values, "hf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*unstructured.Unstructured{}
+		for _, o := range decode(t, manifest) {
+			byName[o.GetKind()+"/"+o.GetName()] = o
+		}
+		if got := envOf(container(t, byName, "Deployment/hf-hyperfleet-api"))["HYPERFLEET_WATCH"]; got != want {
+			t.Errorf("values %q: the API's HYPERFLEET_WATCH = %q, want %q", values, got, want)
+		}
+	}
+}
+
 // Worker versioning, reconciler.rollout: rolling (the chart before the
 // hook): the reconciler is the image tag's version of its deployment, one
 // Deployment that promotes its own build, is ready only once its version
