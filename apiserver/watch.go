@@ -98,6 +98,19 @@ func (s *Server) watch(c *gin.Context, kind, parentID string) error {
 		return watchRefusal(err)
 	}
 	defer w.Close()
+	if from < 0 {
+		// Without a version a watch starts at the log's newest change,
+		// not at the hub's position: the hub reads the log after a
+		// wake-up (on PostgreSQL, once the change is numbered after its
+		// commit), so it may not have read a change whose write has
+		// already answered. Read after Subscribe: a change numbered
+		// meanwhile reaches the watcher and is skipped as not newer.
+		win, err := s.store.ChangeWindow(ctx)
+		if err != nil {
+			return problem.Internal(err)
+		}
+		from = max(win.Newest, start)
+	}
 	rc := http.NewResponseController(c.Writer)
 	// The server's read timeout would end the stream: the connection's
 	// background read fails at the deadline and cancels the request.
