@@ -34,6 +34,7 @@ var migrations = []migration{
 	schemaV12,
 	schemaV13,
 	schemaV14,
+	schemaV15,
 }
 
 // SchemaVersion is the newest schema this binary knows.

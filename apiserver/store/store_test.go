@@ -575,6 +575,60 @@ func TestResourceCountsKeptWithRows(t *testing.T) {
 	})
 }
 
+// Counts kept by the id's hash (versions 5-14) stay exact through
+// version 15, which counts on the writer's connection instead: rows
+// counted the old way and removed the new way, and creates on many
+// connections at once, leave the total equal to the rows.
+func TestResourceCountsSurviveVersion15(t *testing.T) {
+	atVersion(t, 14, func(t *testing.T, ctx context.Context, s store.Store) {
+		for i := range 8 {
+			create(t, s, cluster(fmt.Sprintf("old%d", i), fmt.Sprintf("old-%d", i)))
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("upgrade to version %d: %v", store.SchemaVersion(), err)
+		}
+		total := func(step string, want int64) {
+			t.Helper()
+			kept, err := s.ListResources(ctx, store.ListQuery{Kind: resource.KindCluster, Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept.Total != want {
+				t.Errorf("%s: total %d, want %d", step, kept.Total, want)
+			}
+		}
+		total("after the upgrade", 8)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for w := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 5 {
+					id := fmt.Sprintf("new%d-%d", w, i)
+					if err := s.InTx(ctx, func(tx store.Tx) error { return tx.CreateResource(ctx, cluster(id, id)) }); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		total("after 80 concurrent creates", 88)
+		for i := range 8 {
+			id := fmt.Sprintf("old%d", i)
+			if err := s.InTx(ctx, func(tx store.Tx) error { return tx.RemoveResource(ctx, id) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total("after removing every row counted before the upgrade", 80)
+	})
+}
+
 // On SQLite, connections open while the server migrated a new file stay
 // slow (status reports at about 60% of their rate, docs/benchmarks.md):
 // applying migrations closes the idle ones, and a start with nothing to
