@@ -113,8 +113,15 @@ func (t *Topology) startWorker(ctx context.Context, name string, reconciler bool
 	if cfg.Kubeconfig != "" && len(dirs) > 0 {
 		argv = append(argv, "--kubeconfig", cfg.Kubeconfig)
 	}
-	if cfg.BuildID != "" && reconciler {
-		argv = append(argv, "--build-id", cfg.BuildID)
+	if reconciler {
+		if cfg.BuildID != "" {
+			argv = append(argv, "--build-id", cfg.BuildID)
+		}
+		// run-ha upgrades by restarting every process on the new binary:
+		// no step runs between the new workers' start and the old ones'
+		// stop, so the new ones promote themselves (the old drain on
+		// stop only once another version is current).
+		argv = append(argv, "--promote", "new")
 	}
 	argv = append(argv, cfg.WorkerArgs...)
 	p := t.add(&Process{Name: name, Argv: argv, Dir: cfg.StateDir, Env: environ(cfg.WorkerEnv...),

@@ -42,8 +42,9 @@ func newVersionsCommand() *cobra.Command {
 		Long: `List the versions of the reconciler's Temporal worker deployment: which one
 new reconcile workflows start on (current), how many live workflows are still
 pinned to each, and whether an old one is drained (its workers may stop).
-A reconciler worker makes its version current when it is new (--promote new,
-the default); with --promote first or never, roll a release out, ramp it or
+A reconciler worker makes its version current only on a fresh install
+(--promote first, the default; --promote new makes any version never current
+before current as its workers start). Roll a later release out, ramp it or
 roll it back with the subcommands (rollout does it all, as the Helm chart's
 hook).`,
 		Args:    cobra.NoArgs,

@@ -73,7 +73,7 @@ type rolloutFlags struct {
 func (r *rolloutFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.deployment, "deployment-name", versioning.DefaultDeployment, "Temporal worker deployment the reconciler is a version of")
 	fs.StringVar(&r.buildID, "build-id", defaultBuildID(), "this release's version in the deployment (e.g. the image tag); reconcile workflows stay on the version they started on and move to a newer current one between rounds; empty: unversioned")
-	fs.StringVar(&r.promote, "promote", string(versioning.PromoteNew), "when this worker makes --build-id the deployment's current version, telling the previous version's workflows to move: new (when it was never current before), first (only when none is current: a fresh install; later releases wait for `hyperfleet versions set-current`) or never")
+	fs.StringVar(&r.promote, "promote", string(versioning.PromoteFirst), "when this worker makes --build-id the deployment's current version, telling the previous version's workflows to move: first (only when none is current: a fresh install; later releases wait for `hyperfleet versions set-current` or `rollout`), new (whenever it was never current before: a rolling update of one Deployment) or never")
 	fs.DurationVar(&r.drainTimeout, "drain-timeout", 5*time.Minute, "on stop, when another version is current, keep serving until this version's workflows have moved to it, at most this long (0: stop at once)")
 	fs.Float64Var(&r.noticeRate, "upgrade-notice-rate", 200, "upgrade notices a second sent to the workflows of a replaced version")
 	addRehearsalFlag(fs, r)

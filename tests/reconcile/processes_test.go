@@ -130,8 +130,9 @@ func TestSeparateProcesses(t *testing.T) {
 	serve.interrupt()
 }
 
-// deliberateRollout starts a reconciler of another release that only
-// declares its version (--promote never), then ramps a share of new
+// deliberateRollout starts a reconciler of another release, which only
+// declares its version (--promote first, the default, on an install that
+// has a current version), then ramps a share of new
 // workflows to it with `hyperfleet versions set-current --ramp`, waiting
 // for it to poll: the operator's canary (docs/operator-guide.md,
 // "Upgrading"). The current version stays current until `versions
@@ -151,8 +152,13 @@ func deliberateRollout(t *testing.T, temporalAddr, api string) {
 		"--api-base-url", api, "--metrics-listen", "", "--promote", "sometimes").CombinedOutput(); err == nil || !strings.Contains(string(out), "--promote") {
 		t.Errorf("worker --promote sometimes: %v\n%s\nwant a refusal naming --promote", err, out)
 	}
-	startProcess(t, "hyperfleet worker --reconciler (canary)", []string{"worker", "--temporal-address", temporalAddr, "--reconciler",
-		"--api-base-url", api, "--metrics-listen", "", "--log-format", "json", "--build-id", "canary", "--promote", "never", "--drain-timeout", "10s"})
+	// With --promote at its default (first) a later release's worker
+	// only declares its version: promoting it is the operator's step.
+	canary := startProcess(t, "hyperfleet worker --reconciler (canary)", []string{"worker", "--temporal-address", temporalAddr, "--reconciler",
+		"--api-base-url", api, "--metrics-listen", "", "--log-format", "json", "--build-id", "canary", "--drain-timeout", "10s"})
+	await.Eventually(t, 60*time.Second, "the canary's worker to decide not to promote itself", func() (bool, string) {
+		return strings.Contains(canary.log.String(), "promotes only a fresh install's version"), "its log says nothing of it yet"
+	}, nil)
 	if out, err := versions("set-current", "canary", "--ramp", "100"); err == nil || !strings.Contains(out, "--ramp") {
 		t.Errorf("set-current --ramp 100: %v\n%s\nwant a refusal naming --ramp", err, out)
 	}

@@ -101,14 +101,16 @@ type Policy string
 
 const (
 	// PromoteNew makes the version current when it was never current or
-	// ramping. The default: a rolling update of one Deployment (the Helm
-	// chart, run-ha restarting everything) needs the new pods to promote
-	// themselves before the old ones stop, since an old pod drains its
-	// workflows on stop only once another version is current.
+	// ramping: for a rolling update of one Deployment (the Helm chart's
+	// rolling mode, run-ha restarting everything), where the new pods
+	// must promote themselves before the old ones stop, since an old pod
+	// drains its workflows on stop only once another version is current.
 	PromoteNew Policy = "new"
 	// PromoteFirst makes it current only when the deployment has none: a
 	// fresh install starts by itself, and every later release waits for
-	// `hyperfleet versions set-current`.
+	// `hyperfleet versions set-current` (or rollout). The default:
+	// promoting a release is an operator's step, not a side effect of a
+	// pod starting.
 	PromoteFirst Policy = "first"
 	// PromoteNever only declares the version: workers poll, and
 	// set-current (with or without a ramp) decides. The old release's
@@ -117,18 +119,18 @@ const (
 	PromoteNever Policy = "never"
 )
 
-// ParsePolicy reads --promote. "true" and "false", what the flag took
-// before it had policies, mean new and never.
+// ParsePolicy reads --promote: "" is the default, first. "true" and
+// "false", what the flag took before it had policies, mean new and never.
 func ParsePolicy(s string) (Policy, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case string(PromoteNew), "true", "":
+	case string(PromoteNew), "true":
 		return PromoteNew, nil
-	case string(PromoteFirst):
+	case string(PromoteFirst), "":
 		return PromoteFirst, nil
 	case string(PromoteNever), "false":
 		return PromoteNever, nil
 	}
-	return "", fmt.Errorf("--promote %q: use new (a version never current before; the default), first (only a fresh install's first version) or never (only `hyperfleet versions set-current`)", s)
+	return "", fmt.Errorf("--promote %q: use first (only a fresh install's first version; the default), new (a version never current before) or never (only `hyperfleet versions set-current`)", s)
 }
 
 // Promotion is what Promote did.

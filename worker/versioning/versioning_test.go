@@ -45,7 +45,7 @@ func TestParsePolicy(t *testing.T) {
 		want Policy
 		err  bool
 	}{
-		{"", PromoteNew, false},
+		{"", PromoteFirst, false}, // the default
 		{"new", PromoteNew, false},
 		{"true", PromoteNew, false}, // the flag's boolean form before policies
 		{" First ", PromoteFirst, false},
