@@ -74,7 +74,9 @@ type options struct {
 	adapterWorkers int
 	hyperfleet     string
 	// readers poll the reconciliation endpoint during a burst.
-	readers       int
+	readers int
+	// watchers watch /clusters during a burst.
+	watchers      int
 	rate          float64
 	handoffRate   float64
 	noAdmission   bool
@@ -105,6 +107,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 2, "production mode: worker processes (each hosts the reconciler and every adapter)")
 	flag.IntVar(&o.adapterWorkers, "adapter-workers", 0, "production mode: host the adapters in this many processes of their own instead of beside the reconciler (as the Helm chart deploys them)")
 	flag.IntVar(&o.readers, "reconciliation-readers", 0, "burst: this many REST clients poll GET /clusters/{id}/reconciliation of random clusters from the last create until all are Reconciled (each waits 1 s after a 503)")
+	flag.IntVar(&o.watchers, "watchers", 0, "burst: this many REST clients watch /clusters (?watch=true) from before the first create until all are Reconciled: event delay from the change's time on the server")
 	flag.StringVar(&o.hyperfleet, "hyperfleet", "", "production mode: the hyperfleet binary the API replicas and workers run (default bin/hyperfleet)")
 	flag.Parse()
 	if o.cpuProfile != "" {

@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+
 	"github.com/hyperfleet/hyperfleet/internal/temporalcost"
 	"github.com/hyperfleet/hyperfleet/resource"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
@@ -52,6 +55,14 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 			return err
 		}
 	}
+	var wt *watchers
+	wctx, stopWatchers := context.WithCancel(ctx)
+	defer stopWatchers()
+	if b.o.watchers > 0 {
+		if wt, err = sys.api.watch(wctx, b.o.watchers); err != nil {
+			return err
+		}
+	}
 	selfBefore, machineBefore := selfCPU(), machineCPU()
 	start := time.Now()
 	ids, err := sys.api.createClusters(ctx, b.o.clusters, b.o.concurrency)
@@ -72,6 +83,12 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 		stopReaders()
 		rd.stop()
 		b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: %s", mode, len(all), rd.summary(b.o.readers)))
+	}
+	if wt != nil {
+		time.Sleep(2 * time.Second) // the last reports' events
+		stopWatchers()
+		wt.stop()
+		b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: %s", mode, len(all), wt.summary(b.o.watchers)))
 	}
 	kubeAfter, err := b.kubeRequests(ctx)
 	if err != nil {
@@ -444,52 +461,96 @@ func (b *bench) reconcileOptions(window time.Duration) reconcile.Options {
 
 // single creates clusters one at a time, each after the last is
 // Reconciled, and prints create→Ready of each mode: the latency of a lone
-// change on an idle system, which admission control must not slow.
+// change on an idle system, which admission control must not slow. A
+// second table splits each create's time at its workflow's first events
+// (medians): the hand-off (commit to the workflow's start, the relay and
+// Temporal's start), the first workflow task's wait for a worker, and the
+// worker's part up to the report that made it Ready (the adapters' runs,
+// their API calls and the status write).
 func (b *bench) single(ctx context.Context) error {
-	fmt.Printf("| mode | clusters | create→Reconciled p50 | p90 | max |\n|---|---:|---:|---:|---:|\n")
-	ms := func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	var rows, parts []string
 	for _, mode := range strings.Split(b.o.modes, ",") {
 		sys, err := b.start(ctx, mode, reconcile.Options{StabilityWindow: b.o.window})
 		if err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
 		}
-		lat, err := b.singles(ctx, sys)
+		lat, split, err := b.singles(ctx, sys)
 		sys.stop()
 		if err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
 		}
 		slices.Sort(lat)
-		fmt.Printf("| %s | %d | %s | %s | %s |\n", mode, len(lat), ms(pct(lat, 50)), ms(pct(lat, 90)), ms(pct(lat, 100)))
+		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %s |", mode, len(lat), ms(pct(lat, 50)), ms(pct(lat, 90)), ms(pct(lat, 100))))
+		for i := range split {
+			slices.Sort(split[i])
+		}
+		parts = append(parts, fmt.Sprintf("| %s | %s | %s | %s |", mode, ms(pct(split[0], 50)), ms(pct(split[1], 50)), ms(pct(split[2], 50))))
 	}
+	fmt.Printf("| mode | clusters | create→Reconciled p50 | p90 | max |\n|---|---:|---:|---:|---:|\n%s\n\n", strings.Join(rows, "\n"))
+	fmt.Printf("| mode | commit→workflow start | first workflow task: scheduled→started | started→Ready |\n|---|---:|---:|---:|\n%s\n", strings.Join(parts, "\n"))
 	return nil
 }
 
-func (b *bench) singles(ctx context.Context, sys *system) ([]time.Duration, error) {
+// singles returns each create's create→Ready and its three parts (see
+// single), in that order.
+func (b *bench) singles(ctx context.Context, sys *system) ([]time.Duration, [3][]time.Duration, error) {
 	// A first cluster warms the stack (connections, caches); not counted.
 	var lat []time.Duration
+	var split [3][]time.Duration
 	for i := 0; i <= b.o.clusters; i++ {
 		ids, err := sys.api.createClusters(ctx, 1, 1)
 		if err != nil {
-			return nil, err
+			return nil, split, err
 		}
 		deadline := time.Now().Add(b.o.timeout)
 		for {
 			r, ok, err := sys.api.get(ctx, ids[0])
 			if err != nil {
-				return nil, err
+				return nil, split, err
 			}
 			if ok && reconciledAt(1)(&r) {
 				c, _ := r.Condition(resource.ConditionReady)
 				if i > 0 {
 					lat = append(lat, c.LastTransitionTime.Sub(r.CreatedTime))
+					events, err := sys.history(ctx, reconcile.WorkflowID(resource.KindCluster, ids[0]))
+					if err != nil {
+						return nil, split, err
+					}
+					if p, ok := createParts(events, r.CreatedTime, c.LastTransitionTime); ok {
+						for k := range p {
+							split[k] = append(split[k], p[k])
+						}
+					}
 				}
 				break
 			}
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("cluster %s not Reconciled after %s", ids[0], b.o.timeout)
+				return nil, split, fmt.Errorf("cluster %s not Reconciled after %s", ids[0], b.o.timeout)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return lat, nil
+	return lat, split, nil
+}
+
+// createParts splits created→ready at the history's first event and its
+// first workflow task's start.
+func createParts(events []*historypb.HistoryEvent, created, ready time.Time) ([3]time.Duration, bool) {
+	var start, scheduled, started time.Time
+	for _, e := range events {
+		t := e.GetEventTime().AsTime()
+		switch {
+		case start.IsZero():
+			start = t
+		case e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED && scheduled.IsZero():
+			scheduled = t
+		case e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED && started.IsZero():
+			started = t
+		}
+	}
+	if start.IsZero() || scheduled.IsZero() || started.IsZero() {
+		return [3]time.Duration{}, false
+	}
+	return [3]time.Duration{start.Sub(created), started.Sub(scheduled), ready.Sub(started)}, true
 }

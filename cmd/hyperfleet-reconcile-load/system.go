@@ -27,6 +27,7 @@ import (
 	maestrotransport "github.com/hyperfleet/hyperfleet/adapter/transport/maestro"
 	"github.com/hyperfleet/hyperfleet/apiserver"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
+	"github.com/hyperfleet/hyperfleet/apiserver/watch"
 	"github.com/hyperfleet/hyperfleet/assembly"
 	"github.com/hyperfleet/hyperfleet/internal/embeddedtemporal"
 	"github.com/hyperfleet/hyperfleet/internal/temporalcost"
@@ -81,7 +82,10 @@ func (b *bench) start(ctx context.Context, mode string, opts reconcile.Options) 
 		Server:     apiserver.Config{Listen: "127.0.0.1:0"},
 		Store:      store.Config{Driver: store.BackendSQLite, URL: filepath.Join(dir, "hyperfleet.db")},
 		Registered: map[string][]string{resource.KindCluster: b.w.adapters, resource.KindNodePool: {}},
-		Logger:     zerolog.Nop(),
+		// Watches on, as `make run` and `serve` serve them: the change log
+		// is part of every write's cost.
+		Watch:  watch.Config{Enabled: true},
+		Logger: zerolog.Nop(),
 	}
 	deps := worker.AdapterDeps{Kube: func() (*rest.Config, error) { return b.kube.Config, nil }, Metrics: metrics.New(sys.registry), Logger: zerolog.Nop(),
 		Maestro: b.maestro}

@@ -66,3 +66,27 @@ func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 		}
 	}
 }
+
+// A create committed at 0 whose workflow started at 4 ms, whose first
+// workflow task waited 1 ms for a worker and which was Ready 6 ms after
+// the task started; a second workflow task does not move the split, and
+// a history without a started task gives none.
+func TestCreateParts(t *testing.T) {
+	ms := time.Millisecond
+	at := func(d time.Duration) time.Time { return time.Unix(0, 0).Add(d) }
+	events := []*historypb.HistoryEvent{
+		event(1, 4*ms, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, nil),
+		event(2, 4*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, nil),
+		event(3, 5*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, nil),
+		event(4, 12*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, nil),
+		event(5, 13*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, nil),
+		event(6, 14*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, nil),
+	}
+	got, ok := createParts(events, at(0), at(11*ms))
+	if want := [3]time.Duration{4 * ms, 1 * ms, 6 * ms}; !ok || got != want {
+		t.Errorf("createParts = %v, %v; want %v", got, ok, want)
+	}
+	if _, ok := createParts(events[:2], at(0), at(11*ms)); ok {
+		t.Error("createParts of a history without a started workflow task: want none")
+	}
+}
