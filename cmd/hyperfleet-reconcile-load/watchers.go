@@ -43,7 +43,7 @@ func (a *apiClient) watch(ctx context.Context, n int) (*watchers, error) {
 	w := &watchers{}
 	// A transport of their own: n long-lived streams, none counted
 	// against the creates' connections.
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: 0}}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	open := make(chan error, n)
 	for range n {
 		w.wg.Add(1)
@@ -133,13 +133,7 @@ func (w *watchers) summary(n int) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	slices.Sort(w.delays)
-	at := func(p float64) string {
-		if len(w.delays) == 0 {
-			return "-"
-		}
-		d := w.delays[min(len(w.delays)-1, int(p*float64(len(w.delays))))]
-		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
-	}
+	at := func(p float64) string { return fmt.Sprintf("%.1f ms", float64(pct(w.delays, p).Microseconds())/1000) }
 	return fmt.Sprintf("%d watchers of /clusters (fields=%s): %d events (%.0f a watcher), delay p50 %s, p90 %s, p99 %s, max %s; %d streams ended by the server",
-		n, watchFields, w.events.Load(), float64(w.events.Load())/float64(max(n, 1)), at(0.5), at(0.9), at(0.99), at(1), w.ended.Load())
+		n, watchFields, w.events.Load(), float64(w.events.Load())/float64(max(n, 1)), at(50), at(90), at(99), at(100), w.ended.Load())
 }
