@@ -56,11 +56,18 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 		}
 	}
 	var wt *watchers
+	var memBefore, memOpen apiMemory
+	if sys.tp != nil {
+		memBefore = readAPIMemory(sys.tp)
+	}
 	wctx, stopWatchers := context.WithCancel(ctx)
 	defer stopWatchers()
 	if b.o.watchers > 0 {
 		if wt, err = sys.api.watch(wctx, b.o.watchers); err != nil {
 			return err
+		}
+		if sys.tp != nil {
+			memOpen = readAPIMemory(sys.tp)
 		}
 	}
 	selfBefore, machineBefore := selfCPU(), machineCPU()
@@ -78,6 +85,9 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 	all, err := sys.api.waitAll(ctx, b.o.timeout, "Reconciled", reconciledAt(1))
 	if err != nil {
 		return err
+	}
+	if sys.tp != nil {
+		b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: %s", mode, len(all), memoryNote(memBefore, memOpen, readAPIMemory(sys.tp), b.o.watchers)))
 	}
 	if rd != nil {
 		stopReaders()
