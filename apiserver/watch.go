@@ -12,6 +12,7 @@ import (
 
 	"github.com/hyperfleet/hyperfleet/apiserver/lifecycle"
 	"github.com/hyperfleet/hyperfleet/apiserver/problem"
+	"github.com/hyperfleet/hyperfleet/apiserver/projection"
 	"github.com/hyperfleet/hyperfleet/apiserver/store"
 	"github.com/hyperfleet/hyperfleet/apiserver/watch"
 )
@@ -122,12 +123,8 @@ func (s *Server) watch(c *gin.Context, kind, parentID string) error {
 	fields := projectionOf(c)
 	err = s.hub.Serve(ctx, w, start, watch.Stream{
 		Kind: kind, ParentID: parentID, Where: where, From: from, Path: problem.Truncate(c.Request.URL.Path, maxEchoedPath),
-		Project: func(b []byte) ([]byte, error) {
-			if fields == nil {
-				return b, nil
-			}
-			return fields.Append(make([]byte, 0, len(b)), b)
-		},
+		Project:    project(fields),
+		ProjectKey: c.Query("fields"),
 		Send: func(b []byte) error {
 			_ = rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
 			if _, err := c.Writer.Write(b); err != nil {
@@ -142,6 +139,14 @@ func (s *Server) watch(c *gin.Context, kind, parentID string) error {
 		s.requestLog(c).Warn().Err(err).Msg("watch ended by an error")
 	}
 	return nil
+}
+
+// project is a watch's cut of each change to fields= (nil: whole).
+func project(fields *projection.Projection) func([]byte) ([]byte, error) {
+	if fields == nil {
+		return nil
+	}
+	return func(b []byte) ([]byte, error) { return fields.Append(make([]byte, 0, len(b)), b) }
 }
 
 // watchRender encodes a change's resource as a GET returns it: the hub

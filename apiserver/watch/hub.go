@@ -111,11 +111,58 @@ type entry struct {
 	once sync.Once
 	obj  []byte
 	err  error
+	// events are the change framed as an event, by the watches'
+	// ProjectKey: what each of the watches that ask for the same fields
+	// sends. Never modified once stored.
+	mu     sync.Mutex
+	events map[string][]byte
 }
+
+// sharedEvents bounds how many framings of one change are kept: watches
+// asking for more distinct fields= than this frame theirs each time.
+const sharedEvents = 8
 
 func (h *Hub) render(e *entry) ([]byte, error) {
 	e.once.Do(func() { e.obj, e.err = h.cfg.Render(h.ctx, e.Change) })
 	return e.obj, e.err
+}
+
+// event is the change framed as s's event. It is rendered once, and cut
+// to fields= and framed once for all the watches with s's ProjectKey,
+// not once a watcher: with hundreds of watchers on a replica that was a
+// seventh of its CPU (docs/benchmarks.md, "Watchers during a burst: one
+// projection for every watch").
+func (h *Hub) event(e *entry, s *Stream) ([]byte, error) {
+	shared := s.Project == nil || s.ProjectKey != ""
+	key := s.ProjectKey
+	if s.Project == nil {
+		key = ""
+	}
+	if shared {
+		e.mu.Lock()
+		ev, ok := e.events[key]
+		e.mu.Unlock()
+		if ok {
+			return ev, nil
+		}
+	}
+	obj, err := h.render(e)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := appendChange(nil, e.Change, obj, s.Project)
+	if err != nil || !shared {
+		return ev, err
+	}
+	e.mu.Lock()
+	if e.events == nil {
+		e.events = map[string][]byte{}
+	}
+	if len(e.events) < sharedEvents {
+		e.events[key] = ev
+	}
+	e.mu.Unlock()
+	return ev, nil
 }
 
 // NewHub builds a hub; Start begins its tail.

@@ -304,3 +304,86 @@ func TestServeSendsAnErrorWhenDropped(t *testing.T) {
 	got.waitFor(t, `event: ERROR`)
 	got.waitFor(t, `"code":"HYPERFLEET-SVC-001"`)
 }
+
+// TestServeSharesAProjectionBetweenWatches: watches asking for the same
+// fields= receive the same event, projected once for all of them; a watch
+// with other fields, or whole resources, gets its own.
+func TestServeSharesAProjectionBetweenWatches(t *testing.T) {
+	log := newFakeLog()
+	h := startHub(t, log, Config{Bookmark: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	projected := map[string]int{}
+	projector := func(key string) func([]byte) ([]byte, error) {
+		return func([]byte) ([]byte, error) {
+			mu.Lock()
+			projected[key]++
+			mu.Unlock()
+			return []byte(`{"cut":"` + key + `"}`), nil
+		}
+	}
+	streams := []Stream{
+		{Project: projector("id"), ProjectKey: "id"},
+		{Project: projector("id"), ProjectKey: "id"},
+		{Project: projector("id"), ProjectKey: "id"},
+		{Project: projector("name"), ProjectKey: "name"},
+		{Project: projector("own")}, // no key: never shared
+		{},                          // whole resources
+	}
+	got := make([]events, len(streams))
+	done := make(chan error, len(streams))
+	for i, s := range streams {
+		w, start, err := h.Subscribe(ctx, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.From, s.Send = -1, got[i].send
+		go func() { done <- h.Serve(ctx, w, start, s) }()
+	}
+	for i := range got {
+		got[i].waitFor(t, "event: BOOKMARK")
+	}
+	log.add("Cluster", "c1", "", "")
+	log.add("Cluster", "c2", "", "")
+	want := []string{`"object":{"cut":"id"}`, `"object":{"cut":"id"}`, `"object":{"cut":"id"}`, `"object":{"cut":"name"}`, `"object":{"cut":"own"}`, `"id":"c2"`}
+	for i := range got {
+		got[i].waitFor(t, "id: 2\n")
+		got[i].waitFor(t, want[i])
+	}
+	cancel()
+	for range streams {
+		<-done
+	}
+	for i := 1; i < 3; i++ {
+		if a, b := got[0].buf.String(), got[i].buf.String(); a != b {
+			t.Errorf("watches with the same fields sent different streams:\n%s\n---\n%s", a, b)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if projected["id"] != 2 || projected["name"] != 2 || projected["own"] != 2 {
+		t.Errorf("projections of 2 changes = %v, want each key projected once a change (id 2, name 2, own 2)", projected)
+	}
+}
+
+// TestEventBoundsTheSharedFramings: past sharedEvents distinct fields=,
+// a change is still framed right for each watch, just not kept.
+func TestEventBoundsTheSharedFramings(t *testing.T) {
+	h := NewHub(newFakeLog(), Config{})
+	e := &entry{Change: &store.Change{Seq: 7, Type: store.ChangeModified, Resource: resource.Resource{Kind: "Cluster", ID: "c"}}}
+	for i := range sharedEvents + 3 {
+		key := strings.Repeat("k", i+1)
+		s := Stream{ProjectKey: key, Project: func([]byte) ([]byte, error) { return []byte(`"` + key + `"`), nil }}
+		ev, err := h.event(e, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"object":"` + key + `"`; !strings.Contains(string(ev), want) {
+			t.Fatalf("event for fields %q = %s, want it to contain %s", key, ev, want)
+		}
+	}
+	if len(e.events) != sharedEvents {
+		t.Errorf("kept %d framings of one change, want at most %d", len(e.events), sharedEvents)
+	}
+}

@@ -27,6 +27,10 @@ type Stream struct {
 	// Project cuts a rendered resource down to the request's fields=;
 	// nil sends it whole.
 	Project func([]byte) ([]byte, error)
+	// ProjectKey names what Project keeps (the request's fields=):
+	// watches with the same key share each change's projected event.
+	// Empty with a non-nil Project: this watch's events are its own.
+	ProjectKey string
 	// Send writes bytes to the client and flushes them.
 	Send func([]byte) error
 }
@@ -127,7 +131,9 @@ func (h *Hub) sendGroup(ctx context.Context, group []*entry, cursor int64, s Str
 			return cursor, err
 		}
 	}
-	var buf []byte
+	// One event is sent as it is shared; several are copied into one
+	// write.
+	var one, buf []byte
 	for _, c := range group {
 		if c.Seq <= cursor {
 			continue
@@ -136,13 +142,21 @@ func (h *Hub) sendGroup(ctx context.Context, group []*entry, cursor int64, s Str
 		if matched != nil && !matched[c.Seq] {
 			continue
 		}
-		obj, err := h.render(c)
+		ev, err := h.event(c, &s)
 		if err != nil {
 			return cursor, err
 		}
-		if buf, err = appendChange(buf, c.Change, obj, s.Project); err != nil {
-			return cursor, err
+		switch {
+		case one == nil && buf == nil:
+			one = ev
+		case buf == nil:
+			buf = append(append(make([]byte, 0, 2*len(one)+len(ev)), one...), ev...)
+		default:
+			buf = append(buf, ev...)
 		}
+	}
+	if buf == nil {
+		buf = one
 	}
 	if len(buf) == 0 {
 		return cursor, nil

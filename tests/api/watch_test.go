@@ -236,6 +236,40 @@ func TestWatchCreateUpdateDelete(t *testing.T) {
 	})
 }
 
+// TestWatchWithFields: a watch's fields= cuts each event's object as it
+// cuts a GET's, and watches asking for the same fields (which share the
+// server's projection of a change) or for other fields each get their
+// own cut.
+func TestWatchWithFields(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		narrow := []*stream{
+			e.watch(nil, base+"/clusters?watch=true&fields=id,status.conditions", nil),
+			e.watch(nil, base+"/clusters?watch=true&fields=id,status.conditions", nil),
+		}
+		named := e.watch(nil, base+"/clusters?watch=true&fields=id,name", nil)
+		whole := e.watch(nil, base+"/clusters?watch=true", nil)
+		c := e.createCluster("watched-fields")
+		for _, s := range narrow {
+			ev := s.change()
+			expectChange(t, ev, store.ChangeAdded, c.ID, 0)
+			if got := e.do("GET", c.Href+"?fields=id,status.conditions", nil).expect(200); !jsonEqual(t, ev.Data.Object, got.body) {
+				t.Errorf("ADDED object with fields=id,status.conditions %s, want what such a GET returns: %s", ev.Data.Object, got.body)
+			}
+		}
+		ev := named.change()
+		expectChange(t, ev, store.ChangeAdded, c.ID, 0)
+		if got := e.do("GET", c.Href+"?fields=id,name", nil).expect(200); !jsonEqual(t, ev.Data.Object, got.body) {
+			t.Errorf("ADDED object with fields=id,name %s, want what such a GET returns: %s", ev.Data.Object, got.body)
+		}
+		ev = whole.change()
+		expectChange(t, ev, store.ChangeAdded, c.ID, 0)
+		if got := e.do("GET", c.Href, nil).expect(200); !jsonEqual(t, ev.Data.Object, got.body) {
+			t.Errorf("ADDED object without fields %s, want what GET returns: %s", ev.Data.Object, got.body)
+		}
+		e.do("GET", base+"/clusters?watch=true&fields=nosuch", nil).problem(400, "HYPERFLEET-VAL-003")
+	})
+}
+
 func TestWatchNodePoolsOfACluster(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		c1, c2 := e.createCluster("pools-one"), e.createCluster("pools-two")
