@@ -82,14 +82,16 @@ func (s *Server) reconciliationOf(ref refFunc) func(c *gin.Context) error {
 }
 
 // readProblem is the 503 of a failed read of the workflow engine: this
-// replica's budget of reads used up (retry in a second), the caller gone
+// replica's budget of reads used up (retry after the wait the budget
+// suggests: longer the more callers it refuses), the caller gone
 // or out of time, or the engine not answering.
 func readProblem(ctx context.Context, err error) *problem.Problem {
+	var busy *guard.BusyError
 	switch {
-	case errors.Is(err, guard.ErrBusy):
+	case errors.As(err, &busy):
 		return problem.New(http.StatusServiceUnavailable, problem.CodeReadBudget,
 			"this API replica's budget of reads of the workflow engine a second is used up for now, so the reconciliation cannot be read; retry after Retry-After (every other route works)").
-			WithCause(err).WithRetryAfter(time.Second)
+			WithCause(err).WithRetryAfter(busy.RetryAfter)
 	case ctx.Err() != nil:
 		return problem.New(http.StatusServiceUnavailable, problem.CodeRequestTimeout, "the request was cancelled or timed out").WithCause(err)
 	}

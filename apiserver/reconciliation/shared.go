@@ -14,7 +14,7 @@ type Reader interface {
 // SharedReader reads through a guard, so callers of the endpoint cannot
 // slow the reconciles it reports on: callers of one resource within a
 // second share one read, and a replica's reads a second are bounded (a
-// read over the budget fails with guard.ErrBusy). The handler has
+// read over the budget fails with a *guard.BusyError). The handler has
 // already checked that the caller may see the resource, so a read shared
 // by several callers tells none of them anything new.
 type SharedReader struct {

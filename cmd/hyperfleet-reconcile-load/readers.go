@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 type readers struct {
 	mu    sync.Mutex
 	by    map[int][]time.Duration // latency by status code
+	waits []time.Duration         // the Retry-After of each 503
 	start time.Time
 	wall  time.Duration
 	wg    sync.WaitGroup
@@ -37,18 +39,21 @@ func (a *apiClient) readReconciliation(ctx context.Context, ids []string, n int)
 			for ctx.Err() == nil {
 				id := ids[rand.IntN(len(ids))]
 				t0 := time.Now()
-				code := a.status(ctx, "/clusters/"+id+"/reconciliation")
+				code, wait := a.status(ctx, "/clusters/"+id+"/reconciliation")
 				if ctx.Err() != nil {
 					return
 				}
 				r.mu.Lock()
 				r.by[code] = append(r.by[code], time.Since(t0))
+				if code == http.StatusServiceUnavailable {
+					r.waits = append(r.waits, wait)
+				}
 				r.mu.Unlock()
 				if code == http.StatusServiceUnavailable {
-					// As a client honouring Retry-After: 1 would.
+					// As a client honouring Retry-After does.
 					select {
 					case <-ctx.Done():
-					case <-time.After(time.Second):
+					case <-time.After(wait):
 					}
 				}
 			}
@@ -57,20 +62,31 @@ func (a *apiClient) readReconciliation(ctx context.Context, ids []string, n int)
 	return r
 }
 
-// status is the HTTP status of a GET (0 when it failed without one); the
-// body is read and dropped.
-func (a *apiClient) status(ctx context.Context, path string) int {
+// status is the HTTP status of a GET (0 when it failed without one) and
+// the wait its Retry-After names (1 s when it names none); the body is
+// read and dropped.
+func (a *apiClient) status(ctx context.Context, path string) (int, time.Duration) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
 	if err != nil {
-		return 0
+		return 0, time.Second
 	}
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return 0
+		return 0, time.Second
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	return resp.StatusCode, retryAfter(resp.Header.Get("Retry-After"))
+}
+
+// retryAfter is a Retry-After of whole seconds as a wait: 1 s when it is
+// absent or not a number of seconds from 1 to 300.
+func retryAfter(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 300 {
+		return time.Second
+	}
+	return time.Duration(n) * time.Second
 }
 
 func (r *readers) stop() {
@@ -97,6 +113,12 @@ func (r *readers) summary(n int) string {
 		parts = append(parts, fmt.Sprintf("%d: %.1f%% (p50 %s, p99 %s)", c, 100*float64(len(l))/float64(total),
 			pct(l, 50).Round(100*time.Microsecond), pct(l, 99).Round(100*time.Microsecond)))
 	}
-	return fmt.Sprintf("%d reconciliation readers over %s: %d requests (%.0f/s); %s", n, r.wall.Round(time.Second), total,
+	s := fmt.Sprintf("%d reconciliation readers over %s: %d requests (%.0f/s); %s", n, r.wall.Round(time.Second), total,
 		float64(total)/r.wall.Seconds(), strings.Join(parts, "; "))
+	if len(r.waits) > 0 {
+		w := slices.Clone(r.waits)
+		slices.Sort(w)
+		s += fmt.Sprintf("; Retry-After of the 503s p50 %s, p90 %s, max %s", pct(w, 50), pct(w, 90), w[len(w)-1])
+	}
+	return s
 }

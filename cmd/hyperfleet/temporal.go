@@ -56,7 +56,7 @@ func (r *reconcileFlags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.handoffTarget, "relay-admission-handoff-target", 0, "admission control's hand-off latency target (0: the default, 250ms)")
 	_ = fs.MarkHidden("relay-admission-handoff-target")
 	fs.BoolVar(&r.admission, "relay-admission", true, "admission control: hand changes to Temporal only as fast as it keeps up, keeping the rest in the outbox (off: every change at once, which a large burst turns into lost dispatches; for measurements)")
-	fs.Float64Var(&r.reconciliationReads, "reconciliation-reads-per-second", guard.DefaultPerSecond, "most reads of Temporal a second this API replica makes for GET <resource>/reconciliation (callers of one resource within a second share one; a tenth of it, at least 1, while changes wait for admission); a read beyond waits up to 1s, then answers 503 with Retry-After: 1")
+	fs.Float64Var(&r.reconciliationReads, "reconciliation-reads-per-second", guard.DefaultPerSecond, "most reads of Temporal a second this API replica makes for GET <resource>/reconciliation (callers of one resource within a second share one; a tenth of it, at least 1, while changes wait for admission); a read beyond waits up to 1s, then answers 503 with a Retry-After (1s to 30s) that grows with the refusals")
 	fs.Float64Var(&r.resyncRate, "relay-resync-rate", 200, "signals per second when a changed adapter registration or reconcile setting is handed to every workflow at start-up")
 }
 

@@ -28,8 +28,10 @@ func (f *fakeEngine) Read(_ context.Context, kind, id string) (reconciliation.Wo
 }
 
 // Contract: callers of one resource share a read of the workflow engine;
-// a read beyond the replica's budget is a 503 HYPERFLEET-SVC-005 with
-// Retry-After: 1, and the engine is not read; the engine not answering
+// a read beyond the replica's budget is a 503 HYPERFLEET-SVC-005 with a
+// Retry-After of as many seconds as the replica refuses reads a second
+// for each it allows (1 to 30), and the engine is not read; the engine
+// not answering
 // stays a 503 HYPERFLEET-SVC-004 with Retry-After: 5.
 func TestReconciliationReadsAreSharedAndBudgeted(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
@@ -51,8 +53,10 @@ func TestReconciliationReadsAreSharedAndBudgeted(t *testing.T) {
 		}
 		r := e.do("GET", b.Href+"/reconciliation", nil)
 		r.problem(503, "HYPERFLEET-SVC-005")
-		if got := r.header.Get("Retry-After"); got != "1" {
-			t.Errorf("Retry-After of a budget refusal = %q, want 1", got)
+		// One refusal in 10 s against a read in 1000 s: far more than the
+		// budget allows, so the longest wait.
+		if got := r.header.Get("Retry-After"); got != "30" {
+			t.Errorf("Retry-After of a budget refusal = %q, want 30", got)
 		}
 		if n := engine.reads.Load(); n != 1 {
 			t.Errorf("a refused read reached the engine: %d reads, want 1", n)

@@ -26,8 +26,26 @@ const (
 )
 
 // ErrBusy is a read refused because the budget had no turn for it within
-// Config.MaxWait.
+// Config.MaxWait. Refusals are *BusyError, which says when to come back.
 var ErrBusy = errors.New("over the budget of reads a second")
+
+// BusyError is a refusal (errors.Is(err, ErrBusy)) and the wait it
+// suggests before the caller asks again.
+type BusyError struct{ RetryAfter time.Duration }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("%s; retry in %s", ErrBusy, e.RetryAfter)
+}
+
+// Is makes a BusyError match ErrBusy.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// A refusal's suggested wait looks back on the last busyWindow seconds of
+// refusals, and is at most MaxRetryAfter.
+const (
+	busyWindow    = 10
+	MaxRetryAfter = 30 * time.Second
+)
 
 // Config tunes a Group; zero fields take their defaults.
 type Config struct {
@@ -53,6 +71,12 @@ type Group[V any] struct {
 	mu      sync.Mutex
 	entries map[string]*entry[V]
 	swept   time.Time
+	// refused counts refusals by second (Unix time), a ring of the last
+	// busyWindow seconds.
+	refused [busyWindow]struct {
+		sec int64
+		n   int
+	}
 }
 
 // entry is one read: in flight until done is closed, then its value or
@@ -192,17 +216,47 @@ func (g *Group[V]) turn(ctx context.Context) error {
 	now := g.cfg.Now()
 	r := g.limit.ReserveN(now, 1)
 	if !r.OK() {
-		return ErrBusy
+		return &BusyError{RetryAfter: g.refuse(now)}
 	}
 	d := r.DelayFrom(now)
 	if d > g.cfg.MaxWait {
 		r.CancelAt(now)
-		return ErrBusy
+		return &BusyError{RetryAfter: g.refuse(now)}
 	}
 	if d > 0 {
 		return g.cfg.Sleep(ctx, d)
 	}
 	return nil
+}
+
+// refuse counts a refusal at now and returns the wait to suggest: as
+// many seconds as there were refusals a second lately for each read the
+// budget allows a second, at least one and at most MaxRetryAfter. The
+// budget answers the same number of reads a second however often the
+// refused callers come back, so a caller told to wait longer gets its
+// answer about as soon, and its retries, which the budget would refuse,
+// are not made: in a burst each refusal still costs the API an
+// authenticated request and a read of the resource's row, on the cores
+// the reconciles need. Callers that come back at the suggested wait
+// settle where the refusals a second are about the reads it allows.
+func (g *Group[V]) refuse(now time.Time) time.Duration {
+	sec := now.Unix()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := &g.refused[(sec%busyWindow+busyWindow)%busyWindow]
+	if b.sec != sec {
+		b.sec, b.n = sec, 0
+	}
+	b.n++
+	n := 0
+	for _, b := range g.refused {
+		if b.sec > sec-busyWindow {
+			n += b.n
+		}
+	}
+	perSecond := float64(n) / busyWindow
+	wait := time.Duration(perSecond / g.PerSecond() * float64(time.Second))
+	return min(max(wait, time.Second), MaxRetryAfter)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

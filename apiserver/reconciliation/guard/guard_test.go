@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -201,6 +202,59 @@ func TestBudgetWaitsThenRefuses(t *testing.T) {
 	c.Advance(2 * time.Second)
 	if v, err := g.Do(context.Background(), "e", r.read); err != nil || v != "v5" {
 		t.Errorf("the refused key 2s later = %q, %v; want a read", v, err)
+	}
+}
+
+// A refusal suggests a wait that grows with the refusals a second for
+// each read the budget allows (at least 1 s, at most MaxRetryAfter), and
+// forgets refusals older than its window.
+func TestRefusalSuggestsAWaitForTheLoad(t *testing.T) {
+	c := newClock()
+	g := newGroup(t, c, 1) // one now, one a second after, then refusals
+	var r counting
+	key := 0
+	read := func() error {
+		key++
+		_, err := g.Do(context.Background(), fmt.Sprint(key), r.read)
+		return err
+	}
+	refuse := func(n int) time.Duration {
+		t.Helper()
+		var busy *BusyError
+		for range n {
+			if err := read(); !errors.As(err, &busy) || !errors.Is(err, ErrBusy) {
+				t.Fatalf("read %d = %v, want a refusal (a *BusyError that is ErrBusy)", key, err)
+			}
+		}
+		return busy.RetryAfter
+	}
+	for range 2 {
+		if err := read(); err != nil {
+			t.Fatalf("read %d within the budget: %v", key, err)
+		}
+	}
+	for _, step := range []struct {
+		refusals int
+		want     time.Duration
+	}{
+		{1, time.Second},      // 0.1 refusals a second: the least wait
+		{9, time.Second},      // 1 a second for a budget of 1
+		{20, 3 * time.Second}, // 30 in the window: 3 a second
+		{1000, MaxRetryAfter}, // 103 a second: capped
+	} {
+		if got := refuse(step.refusals); got != step.want {
+			t.Errorf("after %d refusals in all, the wait = %s, want %s", key-2, got, step.want)
+		}
+	}
+	// Past the window the old refusals no longer count.
+	c.Advance(busyWindow * time.Second)
+	for range 2 {
+		if err := read(); err != nil {
+			t.Fatalf("read %d with the budget refilled: %v", key, err)
+		}
+	}
+	if got := refuse(1); got != time.Second {
+		t.Errorf("a refusal a window later suggests %s, want 1s", got)
 	}
 }
 
