@@ -133,35 +133,34 @@ func (h *Hub) render(e *entry) ([]byte, error) {
 // seventh of its CPU (docs/benchmarks.md, "Watchers during a burst: one
 // projection for every watch").
 func (h *Hub) event(e *entry, s *Stream) ([]byte, error) {
-	shared := s.Project == nil || s.ProjectKey != ""
-	key := s.ProjectKey
-	if s.Project == nil {
-		key = ""
-	}
-	if shared {
-		e.mu.Lock()
-		ev, ok := e.events[key]
-		e.mu.Unlock()
-		if ok {
-			return ev, nil
-		}
-	}
 	obj, err := h.render(e)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := appendChange(nil, e.Change, obj, s.Project)
-	if err != nil || !shared {
-		return ev, err
+	if s.Project != nil && s.ProjectKey == "" {
+		return appendChange(nil, e.Change, obj, s.Project)
 	}
+	key := s.ProjectKey
+	if s.Project == nil {
+		key = ""
+	}
+	// Framed under the lock, so the watches that ask at once wait for
+	// the one framing rather than each making its own.
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ev, ok := e.events[key]; ok {
+		return ev, nil
+	}
+	ev, err := appendChange(nil, e.Change, obj, s.Project)
+	if err != nil {
+		return nil, err
+	}
 	if e.events == nil {
 		e.events = map[string][]byte{}
 	}
 	if len(e.events) < sharedEvents {
 		e.events[key] = ev
 	}
-	e.mu.Unlock()
 	return ev, nil
 }
 
