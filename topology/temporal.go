@@ -46,11 +46,15 @@ type temporalConfig struct {
 
 // The configuration of one service: the same for all four but for the
 // metrics port (each process serves its own /metrics). PostgreSQL through
-// the postgres12 plugin, default store and visibility each in a database
-// of its own. Every gRPC port requires a client certificate from the
-// shape's own CA: the frontend's, and history's and matching's, which
-// would otherwise take calls that bypass the frontend. Authorization
-// (who may do what once authenticated) is left to the operator.
+// the postgres12_pgx plugin (same schema as postgres12): pgx prepares each
+// statement once per connection, where lib/pq's plugin has PostgreSQL plan
+// every statement again, over two round trips; planning was most of the
+// database's time on Temporal's store. Default store and visibility each
+// in a database of its own. Every gRPC port requires a client certificate
+// from the shape's own CA: the frontend's, and history's and matching's,
+// which would otherwise take calls that bypass the frontend.
+// Authorization (who may do what once authenticated) is left to the
+// operator.
 var temporalConfigTemplate = template.Must(template.New("temporal").Parse(`# Written by hyperfleet run-ha for the {{.Service}} service; rewritten at every start.
 log:
   stdout: true
@@ -63,7 +67,7 @@ persistence:
   datastores:
     default:
       sql:
-        pluginName: postgres12
+        pluginName: postgres12_pgx
         databaseName: {{.Database}}
         connectAddr: "127.0.0.1:{{.DBPort}}"
         connectProtocol: tcp
@@ -74,7 +78,7 @@ persistence:
         maxConnLifetime: 1h
     visibility:
       sql:
-        pluginName: postgres12
+        pluginName: postgres12_pgx
         databaseName: {{.Visibility}}
         connectAddr: "127.0.0.1:{{.DBPort}}"
         connectProtocol: tcp
