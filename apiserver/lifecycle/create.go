@@ -84,8 +84,12 @@ func (s *Service) Create(ctx context.Context, kind, parentID string, req *Create
 			}
 			return err
 		}
-		if err := tx.SetReferences(ctx, r.ID, r.References); err != nil {
-			return err
+		// A new id has no references to clear: without any to store, the
+		// create skips the statement.
+		if len(r.References) > 0 {
+			if err := tx.SetReferences(ctx, r.ID, r.References); err != nil {
+				return err
+			}
 		}
 		return tx.AppendOutbox(ctx, outboxFor(r, store.OutboxCreated, now))
 	})

@@ -111,16 +111,13 @@ func (s *Service) kind(name string) (resource.Kind, error) {
 }
 
 // inTx runs fn in a transaction and, once it has committed, tells the
-// relay when fn wrote to the outbox.
+// relay when fn wrote to the outbox: at the commit, not after the change
+// log's numbering, which only watches wait for (five round trips on
+// PostgreSQL that every hand-off would otherwise wait out).
 func (s *Service) inTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	var wrote bool
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
-		return fn(&outboxWatch{Tx: tx, wrote: &wrote})
+	return s.store.InTx(ctx, func(tx store.Tx) error {
+		return fn(&outboxWatch{Tx: tx, cue: s.onOutbox.Load()})
 	})
-	if fn := s.onOutbox.Load(); err == nil && wrote && fn != nil {
-		(*fn)()
-	}
-	return err
 }
 
 // ShowAdmission makes reads say, in the Ready and Reconciled conditions
@@ -139,13 +136,15 @@ func (s *Service) OnOutbox(fn func()) { s.onOutbox.Store(&fn) }
 // the request's span, so the relay's hand-off to Temporal continues it.
 type outboxWatch struct {
 	store.Tx
-	wrote *bool
+	wrote bool
+	// cue is the relay's (OnOutbox), run at the commit; nil: none.
+	cue *func()
 }
 
 func (w *outboxWatch) AppendOutbox(ctx context.Context, e store.OutboxEntry) error {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		attrs := append(tracing.Resource(e.Kind, e.ResourceID, e.Generation), attribute.String("hyperfleet.outbox.reason", e.Reason))
-		if !*w.wrote {
+		if !w.wrote {
 			// The first row is the resource the request changed; cascaded
 			// rows (children of a deleted parent) are events only.
 			span.SetAttributes(attrs...)
@@ -155,7 +154,10 @@ func (w *outboxWatch) AppendOutbox(ctx context.Context, e store.OutboxEntry) err
 	if e.TraceParent == "" {
 		e.TraceParent = tracing.TraceParent(ctx)
 	}
-	*w.wrote = true
+	if !w.wrote && w.cue != nil {
+		w.Tx.OnCommit(*w.cue)
+	}
+	w.wrote = true
 	return w.Tx.AppendOutbox(ctx, e)
 }
 

@@ -236,6 +236,11 @@ func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 		}
 		return t.flushChanges(ctx)
 	})
+	if err == nil && t != nil {
+		for _, f := range t.committed {
+			f()
+		}
+	}
 	if err == nil && t != nil && t.wroteChanges {
 		if s.backend == BackendPostgres {
 			s.awaitNumbered(ctx)
@@ -252,6 +257,8 @@ type gormTx struct {
 	kinds   *resource.Kinds
 	stmts   *statements
 	qlog    *queryLogger
+	// committed runs once the transaction has committed (OnCommit).
+	committed []func()
 	// The change log's share of the transaction (changes.go): the state
 	// of each resource read under its lock, and the changes to write.
 	changeLog    bool
@@ -260,3 +267,5 @@ type gormTx struct {
 	changeAt     map[string]int
 	wroteChanges bool
 }
+
+func (t *gormTx) OnCommit(fn func()) { t.committed = append(t.committed, fn) }

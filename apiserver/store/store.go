@@ -148,6 +148,11 @@ type Tx interface {
 	Reports
 	References
 	OutboxWrites
+	// OnCommit runs fn once the transaction has committed, before InTx
+	// returns and before it waits for the change log's numbering
+	// (PostgreSQL): for a cue that needs the commit and nothing after it,
+	// such as the relay's. A transaction that rolls back never runs it.
+	OnCommit(fn func())
 }
 
 // ResourceWrites take resources' row locks and change the resources under

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -355,6 +356,41 @@ func TestOutbox(t *testing.T) {
 }
 
 const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// OnCommit runs once the transaction has committed, before InTx returns:
+// another connection already reads what it wrote. A transaction that
+// rolls back never runs it.
+func TestOnCommitRunsAtTheCommit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		var ran []string
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			tx.OnCommit(func() {
+				_, err := s.GetResource(ctx, resource.KindCluster, "c1")
+				ran = append(ran, fmt.Sprintf("read after the commit: %v", err))
+			})
+			return tx.CreateResource(ctx, cluster("c1", "one"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"read after the commit: <nil>"}; !slices.Equal(ran, want) {
+			t.Errorf("OnCommit ran %q, want %q", ran, want)
+		}
+
+		ran = nil
+		_ = s.InTx(ctx, func(tx store.Tx) error {
+			tx.OnCommit(func() { ran = append(ran, "rolled back") })
+			if err := tx.CreateResource(ctx, cluster("c2", "two")); err != nil {
+				return err
+			}
+			return errors.New("roll back")
+		})
+		if len(ran) != 0 {
+			t.Errorf("OnCommit ran after a rollback: %q", ran)
+		}
+	})
+}
 
 // Two API replicas draining one PostgreSQL outbox split it: rows one holds
 // are invisible to the other until it returns; rows it did not deliver
