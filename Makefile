@@ -160,6 +160,7 @@ bench: test-tools build ## Go benchmarks, the API load driver, and reconcile lat
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 1000 --modes production --workers 2 --reconciliation-readers 100 --timeout 25m
 	$(BIN)/hyperfleet-reconcile-load --workload status --scenario single --clusters 40 --modes temporal,production
 	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 5000 --modes temporal,production --workers 2 --timeout 40m
+	$(BIN)/hyperfleet-reconcile-load --workload shipped --clusters 10000 --modes temporal,production --workers 2 --timeout 70m
 
 # The race detector needs cgo. `make test` runs the unit tier under it;
 # this also runs the end-to-end reconcile tests under it.
