@@ -236,19 +236,20 @@ func (s *gormStore) InTx(ctx context.Context, fn func(Tx) error) error {
 		}
 		return t.flushChanges(ctx)
 	})
-	if err == nil && t != nil {
-		for _, f := range t.committed {
-			f()
-		}
+	if err != nil || t == nil {
+		return err
 	}
-	if err == nil && t != nil && t.wroteChanges {
+	for _, f := range t.committed {
+		f()
+	}
+	if t.wroteChanges {
 		if s.backend == BackendPostgres {
 			s.awaitNumbered(ctx)
 		} else {
 			s.signalChange()
 		}
 	}
-	return err
+	return nil
 }
 
 type gormTx struct {

@@ -368,21 +368,26 @@ func (a *apiClient) waitAll(ctx context.Context, timeout time.Duration, what str
 // readyTotals is how many clusters have Ready True, and how many there
 // are: two one-item pages whose totals the API reads from its counts.
 func (a *apiClient) readyTotals(ctx context.Context) (ready, total int64, err error) {
-	for _, q := range []struct {
-		query string
-		into  *int64
-	}{{"/clusters?size=1&fields=id&search=" + url.QueryEscape("status.conditions.Ready='True'"), &ready}, {"/clusters?size=1&fields=id", &total}} {
-		out, err := a.do(ctx, http.MethodGet, q.query, nil, http.StatusOK)
-		if err != nil {
-			return 0, 0, err
-		}
-		var list resource.List[resource.Resource]
-		if err := json.Unmarshal(out, &list); err != nil {
-			return 0, 0, fmt.Errorf("read the total of %s: %w", q.query, err)
-		}
-		*q.into = list.Total
+	if ready, err = a.total(ctx, "/clusters?size=1&fields=id&search="+url.QueryEscape("status.conditions.Ready='True'")); err != nil {
+		return 0, 0, err
+	}
+	if total, err = a.total(ctx, "/clusters?size=1&fields=id"); err != nil {
+		return 0, 0, err
 	}
 	return ready, total, nil
+}
+
+// total is the total of a list query's answer.
+func (a *apiClient) total(ctx context.Context, query string) (int64, error) {
+	out, err := a.do(ctx, http.MethodGet, query, nil, http.StatusOK)
+	if err != nil {
+		return 0, err
+	}
+	var list resource.List[resource.Resource]
+	if err := json.Unmarshal(out, &list); err != nil {
+		return 0, fmt.Errorf("read the total of %s: %w", query, err)
+	}
+	return list.Total, nil
 }
 
 func reconciledAt(gen int64) func(*resource.Resource) bool {
