@@ -134,6 +134,11 @@ type Change struct {
 	// Digest is the object's Digest after the change; empty when it was
 	// deleted.
 	Digest string
+	// Version names this change of the object as every watcher of it sees
+	// it (Kubernetes' resourceVersion; a ManifestWork's resourceVersion and
+	// status sequence); empty when the watch cannot tell. Workers that all
+	// saw the same change use it to send one signal for it, not one each.
+	Version string
 }
 
 func (c Change) String() string { return c.Object.String() + " " + string(c.What) }

@@ -16,6 +16,7 @@ import (
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
+	"google.golang.org/grpc"
 
 	"github.com/hyperfleet/hyperfleet/internal/tlsfiles"
 	"github.com/hyperfleet/hyperfleet/internal/tracing"
@@ -60,6 +61,7 @@ func Options(cfg Config, logger zerolog.Logger) (client.Options, error) {
 		cfg.Namespace = "default"
 	}
 	opts := client.Options{HostPort: cfg.Address, Namespace: cfg.Namespace, Logger: Logger(logger), MetricsHandler: cfg.Metrics}
+	opts.ConnectionOptions.DialOptions = []grpc.DialOption{grpc.WithChainUnaryInterceptor(setSignalRequestID)}
 	if cfg.TLS.on() || cfg.APIKey != "" {
 		tc, err := tlsConfig(cfg.TLS)
 		if err != nil {

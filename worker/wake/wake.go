@@ -10,6 +10,8 @@ package wake
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
@@ -58,8 +61,15 @@ type entry struct {
 	last    time.Time
 	first   time.Time // of the changes pending
 	timer   *time.Timer
-	objects map[string]reconcile.ObjectChange // latest state, by adapter and object
+	objects map[string]pendingObject // latest state, by adapter and object
 	details []string
+}
+
+// pendingObject is an object's latest state and the change that made it
+// (transport.Change.Version).
+type pendingObject struct {
+	reconcile.ObjectChange
+	version string
 }
 
 // New builds a waker; Attach gives it the client to signal with (changes
@@ -96,15 +106,15 @@ func (w *Waker) Notify(c transport.Change) {
 		if len(w.pending) > 10000 {
 			w.forget()
 		}
-		e = &entry{objects: map[string]reconcile.ObjectChange{}}
+		e = &entry{objects: map[string]pendingObject{}}
 		w.pending[id] = e
 	}
 	key := c.Adapter + "\x00" + c.Object.String()
 	if len(e.objects) < maxObjects || e.objects[key].Adapter != "" {
-		e.objects[key] = reconcile.ObjectChange{Adapter: c.Adapter, Object: c.Object.String(), Digest: c.Digest}
+		e.objects[key] = pendingObject{reconcile.ObjectChange{Adapter: c.Adapter, Object: c.Object.String(), Digest: c.Digest}, c.Version}
 	} else {
 		// Too many to list: a deletion-like entry makes the adapter run.
-		e.objects[c.Adapter+"\x00*"] = reconcile.ObjectChange{Adapter: c.Adapter, Object: "*"}
+		e.objects[c.Adapter+"\x00*"] = pendingObject{ObjectChange: reconcile.ObjectChange{Adapter: c.Adapter, Object: "*"}}
 	}
 	if len(e.details) < 5 {
 		e.details = append(e.details, c.String())
@@ -145,19 +155,24 @@ func (w *Waker) flush(id string) {
 		return
 	}
 	var changed []string
-	objects := make([]reconcile.ObjectChange, 0, len(e.objects))
+	pending := make([]pendingObject, 0, len(e.objects))
 	for _, o := range e.objects {
-		objects = append(objects, o)
+		pending = append(pending, o)
 		if !slices.Contains(changed, o.Adapter) {
 			changed = append(changed, o.Adapter)
 		}
 	}
 	slices.Sort(changed)
-	slices.SortFunc(objects, func(a, b reconcile.ObjectChange) int {
+	slices.SortFunc(pending, func(a, b pendingObject) int {
 		return strings.Compare(a.Adapter+"\x00"+a.Object, b.Adapter+"\x00"+b.Object)
 	})
+	objects := make([]reconcile.ObjectChange, len(pending))
+	for i, o := range pending {
+		objects[i] = o.ObjectChange
+	}
 	detail := strings.Join(e.details, "; ")
-	e.objects, e.details, e.timer, e.last = map[string]reconcile.ObjectChange{}, nil, nil, time.Now()
+	requestID := signalRequestID(id, pending)
+	e.objects, e.details, e.timer, e.last = map[string]pendingObject{}, nil, nil, time.Now()
 	w.mu.Unlock()
 
 	cp := w.client.Load()
@@ -168,6 +183,9 @@ func (w *Waker) flush(id string) {
 	defer func() { <-w.sem }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if requestID != "" {
+		ctx = temporalclient.WithSignalRequestID(ctx, requestID)
+	}
 	err := (*cp).SignalWorkflow(ctx, id, "", reconcile.SignalName,
 		reconcile.Signal{Reason: reconcile.ReasonObjectChanged, Changed: changed, Objects: objects, Detail: detail})
 	var notFound *serviceerror.NotFound
@@ -183,6 +201,30 @@ func (w *Waker) flush(id string) {
 		w.signals.WithLabelValues("error").Inc()
 		w.log.Warn().Err(err).Str("workflow_id", id).Str("detail", detail).Msg("could not wake the workflow; it will look again at its next timer")
 	}
+}
+
+// signalRequestID names a signal by what it reports: the workflow and, for
+// each object, its state and the change that made it. Every worker watches
+// the objects, so each sees the same change and signals it; Temporal
+// records a signal whose request id it has already recorded in the run
+// only once, so the copies cost no history events and wake no workflow
+// task. Two signals get the same id only when they report the very same
+// changes: a later change of an object has another version, even back to
+// an earlier state. Without a version for every object the id is empty and
+// the signal gets a random one, as before.
+func signalRequestID(workflowID string, objects []pendingObject) string {
+	h := sha256.New()
+	h.Write([]byte(workflowID))
+	for _, o := range objects { // sorted by the caller
+		if o.version == "" {
+			return ""
+		}
+		for _, part := range []string{o.Adapter, o.Object, o.Digest, o.version} {
+			h.Write([]byte{0})
+			h.Write([]byte(part))
+		}
+	}
+	return "wake-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // compile-time check: a Temporal client can signal.

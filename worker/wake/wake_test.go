@@ -10,21 +10,30 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hyperfleet/hyperfleet/adapter/transport"
+	"github.com/hyperfleet/hyperfleet/internal/temporalclient"
 	"github.com/hyperfleet/hyperfleet/workflows/reconcile"
 )
 
 type recorder struct {
-	mu   sync.Mutex
-	sent []reconcile.Signal
-	ids  []string
+	mu       sync.Mutex
+	sent     []reconcile.Signal
+	ids      []string
+	requests []string // each signal's request id, "" for the SDK's random one
 }
 
-func (r *recorder) SignalWorkflow(_ context.Context, id, _, _ string, arg any) error {
+func (r *recorder) SignalWorkflow(ctx context.Context, id, _, _ string, arg any) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ids = append(r.ids, id)
 	r.sent = append(r.sent, arg.(reconcile.Signal))
+	r.requests = append(r.requests, temporalclient.SignalRequestID(ctx))
 	return nil
+}
+
+func (r *recorder) requestIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.requests...)
 }
 
 func (r *recorder) signals() []reconcile.Signal {
@@ -121,4 +130,67 @@ func TestBurstFoldsIntoOneSignalWithTheLatestState(t *testing.T) {
 			t.Errorf("signalled %s", rec.ids[0])
 		}
 	})
+}
+
+// Every worker watches the objects and signals what it saw. Workers that
+// saw the same changes name their signals alike, so Temporal records one;
+// a later change gets a new name even when the object is back to an
+// earlier state, and a change without a version keeps a random one.
+func TestWorkersSeeingTheSameChangeNameTheSignalAlike(t *testing.T) {
+	job := transport.Ref{Kind: "Job", Namespace: "c1", Name: "j"}
+	cm := transport.Ref{Kind: "ConfigMap", Namespace: "c1", Name: "m"}
+	change := func(obj transport.Ref, digest, version string) transport.Change {
+		return transport.Change{Adapter: "cl-job", OwnerKind: "Cluster", OwnerID: "c1", Object: obj, What: transport.ChangeStatus, Digest: digest, Version: version}
+	}
+	// requestID is the request id of the one signal a fresh waker sends for
+	// changes, reported in that order.
+	requestID := func(t *testing.T, changes ...transport.Change) string {
+		t.Helper()
+		var id string
+		synctest.Test(t, func(t *testing.T) {
+			rec := &recorder{}
+			w := New(time.Second, nil, zerolog.Nop())
+			w.Attach(rec)
+			for _, c := range changes {
+				w.Notify(c)
+			}
+			time.Sleep(DefaultSettle)
+			synctest.Wait()
+			got := rec.requestIDs()
+			if len(got) != 1 {
+				t.Fatalf("signals = %d, want 1", len(got))
+			}
+			id = got[0]
+		})
+		return id
+	}
+	first := requestID(t, change(job, "running", "10"), change(cm, "ready", "11"))
+	if first == "" {
+		t.Fatal("a signal of versioned changes got no request id of its own")
+	}
+	cases := []struct {
+		name    string
+		changes []transport.Change
+		same    bool
+	}{
+		{"another worker, the same changes in another order", []transport.Change{change(cm, "ready", "11"), change(job, "running", "10")}, true},
+		{"a later change to the same state", []transport.Change{change(job, "running", "12"), change(cm, "ready", "11")}, false},
+		{"another state", []transport.Change{change(job, "complete", "10"), change(cm, "ready", "11")}, false},
+		{"one object fewer", []transport.Change{change(job, "running", "10")}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := requestID(t, c.changes...); (got == first) != c.same {
+				t.Fatalf("request id %q against %q: same = %v, want %v", got, first, got == first, c.same)
+			}
+		})
+	}
+	if got := requestID(t, change(job, "running", "10"), change(cm, "", "")); got != "" {
+		t.Fatalf("a change without a version got request id %q; want the SDK's random one", got)
+	}
+	otherJob, otherCM := change(job, "running", "10"), change(cm, "ready", "11")
+	otherJob.OwnerID, otherCM.OwnerID = "c2", "c2"
+	if got := requestID(t, otherJob, otherCM); got == first {
+		t.Fatal("two workflows' signals share a request id")
+	}
 }

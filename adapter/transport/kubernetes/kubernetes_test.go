@@ -148,6 +148,9 @@ func TestWatchWaitsForAJobToEnd(t *testing.T) {
 			if c.What != transport.ChangeStatus || c.OwnerID != "c1" {
 				t.Errorf("notice %+v, want a status change of cluster c1's Job", c)
 			}
+			if c.Version == "" {
+				t.Errorf("notice %+v carries no resourceVersion: the workers that all saw it could not send it as one signal", c)
+			}
 			if !sawRunning {
 				t.Fatalf("the Job ended (%v) before the test saw it run", conds)
 			}

@@ -130,14 +130,15 @@ func (w *watcher) start(gvr schema.GroupVersionResource) *kindWatch {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, cur any) {
 			if what := changeOf(old, cur); what != "" {
-				w.notify(cur, what)
+				w.notify(cur, what, true)
 			}
 		},
 		DeleteFunc: func(obj any) {
+			versioned := true
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
+				obj, versioned = d.Obj, false
 			}
-			w.notify(obj, transport.ChangeDeleted)
+			w.notify(obj, transport.ChangeDeleted, versioned)
 		},
 	})
 	log.Debug().Msg("watching")
@@ -145,7 +146,10 @@ func (w *watcher) start(gvr schema.GroupVersionResource) *kindWatch {
 	return &kindWatch{informer: inf, ctx: ctx}
 }
 
-func (w *watcher) notify(obj any, what transport.ChangeKind) {
+// notify reports a change; versioned says the object is the state the
+// event carried (a tombstone's is only this watch's last sight of it,
+// which another worker's watch may not share).
+func (w *watcher) notify(obj any, what transport.ChangeKind, versioned bool) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
@@ -155,6 +159,9 @@ func (w *watcher) notify(obj any, what transport.ChangeKind) {
 		Object: transport.RefOf(u.Object), What: what}
 	if what != transport.ChangeDeleted {
 		c.Digest = u.GetAnnotations()[digestKey]
+	}
+	if versioned {
+		c.Version = u.GetResourceVersion()
 	}
 	if c.Adapter != w.cfg.Adapter || c.OwnerKind == "" || c.OwnerID == "" {
 		return

@@ -292,6 +292,9 @@ func (c *Client) observe(evt watch.Event) {
 	if what != transport.ChangeDeleted {
 		ch.Digest = transport.Digest(obj)
 	}
+	if seq := work.Annotations[sequenceAnnotation]; work.ResourceVersion != "" || seq != "" {
+		ch.Version = work.ResourceVersion + "/" + seq
+	}
 	notify(ch)
 }
 

@@ -100,6 +100,9 @@ func TestWatchReportsStatusChangesThroughRealMaestro(t *testing.T) {
 		first.Object != (transport.Ref{APIVersion: APIVersion, Kind: Kind, Namespace: "spoke1", Name: name}) {
 		t.Errorf("change routed as %+v", first)
 	}
+	if first.Version == "" {
+		t.Errorf("change %+v carries no version: the workers that all saw it could not send it as one signal", first)
+	}
 
 	// A new generation: the agent applies it and the changed status
 	// feedback value is reported, with the digest of the new state.
