@@ -35,3 +35,24 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="batch
 		t.Error("a value that is not a number was accepted")
 	}
 }
+
+// A run's machine CPU split into the control plane, the driver and the
+// rest, per 1,000 clusters; the rest is what the named parts leave.
+func TestMachinePartsPerThousandClusters(t *testing.T) {
+	before := map[string]float64{"kube-apiserver": 10, "etcd": 2, "kube-controller-manager": 1, "this process": 5}
+	after := map[string]float64{"kube-apiserver": 70, "etcd": 12, "kube-controller-manager": 6, "this process": 17}
+	for _, tc := range []struct {
+		production bool
+		want       string
+	}{
+		{false, "per 1,000 clusters: kube-apiserver 30.0, etcd 5.0, kube-controller-manager 2.5, " +
+			"the driver (the embedded stack, the load and the pod stand-in) 6.0, the rest of the machine 56.5"},
+		{true, "per 1,000 clusters: kube-apiserver 30.0, etcd 5.0, kube-controller-manager 2.5, " +
+			"the driver (the load, the pod stand-in and the API balancer) 6.0, " +
+			"the rest of the machine (the production shape's processes, the kernel) 56.5"},
+	} {
+		if got := partsNote(before, after, 200, 2000, tc.production); got != tc.want {
+			t.Errorf("production %v:\n got %s\nwant %s", tc.production, got, tc.want)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 			memOpen = readAPIMemory(sys.tp)
 		}
 	}
-	selfBefore, machineBefore := selfCPU(), machineCPU()
+	selfBefore, machineBefore, partsBefore := selfCPU(), machineCPU(), b.machineParts()
 	start := time.Now()
 	ids, err := sys.api.createClusters(ctx, b.o.clusters, b.o.concurrency)
 	if err != nil {
@@ -105,8 +105,9 @@ func (b *bench) burstOnce(ctx context.Context, mode string, sys *system) error {
 		return err
 	}
 	machine := machineCPU() - machineBefore
-	b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: the whole machine spent %.1f CPU-s (%.1f per 1,000 clusters) in %s, kube-apiserver and the driver included",
-		mode, len(all), machine, machine*1000/float64(len(all)), time.Since(start).Round(time.Second)))
+	b.notes = append(b.notes, fmt.Sprintf("%s, %d clusters: the whole machine spent %.1f CPU-s (%.1f per 1,000 clusters) in %s, kube-apiserver and the driver included; %s",
+		mode, len(all), machine, machine*1000/float64(len(all)), time.Since(start).Round(time.Second),
+		partsNote(partsBefore, b.machineParts(), machine, len(all), sys.tp != nil)))
 	if sys.tp != nil {
 		wall := time.Since(start)
 		cpuAfter := processCPU(sys.tp)
@@ -342,7 +343,13 @@ func (b *bench) idleScenario(ctx context.Context) error {
 // (the embedded stack) or the production shape's, and the control plane's.
 func (b *bench) measuredCPU(sys *system) func() float64 {
 	if sys.tp == nil {
-		return b.cpu
+		return func() float64 {
+			total := 0.0
+			for _, v := range b.machineParts() {
+				total += v
+			}
+			return total
+		}
 	}
 	return func() float64 {
 		total := 0.0
@@ -392,16 +399,45 @@ func costGrowth(before, after map[string]temporalcost.Cost) temporalcost.Cost {
 	return d
 }
 
-// cpu is the CPU time (seconds) used so far by this process and the
-// control plane's processes.
-func (b *bench) cpu() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	total := tv(ru.Utime) + tv(ru.Stime)
-	for _, pid := range b.kube.PIDs() {
-		total += procCPU(pid)
+// machineParts is the CPU time (seconds) used so far by the parts of the
+// machine outside the system under test: the control plane's processes,
+// and this process (on the production shape the load, the pod stand-in
+// and the API balancer; on the embedded stack all of it).
+func (b *bench) machineParts() map[string]float64 {
+	out := map[string]float64{"this process": selfCPU()}
+	for name, pid := range b.kube.Processes() {
+		out[name] = procCPU(pid)
 	}
-	return total
+	return out
+}
+
+// partsNote splits a run's machine CPU: the control plane's processes,
+// this process, and what is left (on the production shape its processes,
+// HyperFleet's, Temporal's and PostgreSQL's; the kernel's threads), each
+// per 1,000 clusters, so two shapes' machine figures can be told apart.
+func partsNote(before, after map[string]float64, machine float64, clusters int, production bool) string {
+	per := func(v float64) float64 { return v * 1000 / float64(clusters) }
+	names := []string{"kube-apiserver", "etcd", "kube-controller-manager", "this process"}
+	parts := make([]string, 0, len(names)+1)
+	rest := machine
+	for _, n := range names {
+		d := after[n] - before[n]
+		rest -= d
+		label := n
+		if n == "this process" {
+			label = "the driver (the embedded stack, the load and the pod stand-in)"
+			if production {
+				label = "the driver (the load, the pod stand-in and the API balancer)"
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f", label, per(d)))
+	}
+	restLabel := "the rest of the machine"
+	if production {
+		restLabel = "the rest of the machine (the production shape's processes, the kernel)"
+	}
+	parts = append(parts, fmt.Sprintf("%s %.1f", restLabel, per(rest)))
+	return "per 1,000 clusters: " + strings.Join(parts, ", ")
 }
 
 // selfCPU is the CPU time (seconds) this process used so far.

@@ -26,8 +26,12 @@ type waits struct {
 	// activityTimeouts counts every activity attempt that timed out, of
 	// any timeout type (retried or final); workflowTaskTimeouts every
 	// workflow task that timed out (a lost workflow-task dispatch waits
-	// out its start-to-close timeout).
-	activityTimeouts, workflowTaskTimeouts int
+	// out its start-to-close timeout). stickyTimeouts is the part of
+	// workflowTaskTimeouts that timed out on a worker's sticky queue
+	// before the worker took it (schedule-to-start): the worker was busy
+	// and the task moved to the shared queue, which is Temporal's design
+	// for a busy worker rather than a lost dispatch.
+	activityTimeouts, workflowTaskTimeouts, stickyTimeouts int
 }
 
 func waitsOf(events []*historypb.HistoryEvent) waits {
@@ -70,6 +74,9 @@ func waitsOf(events []*historypb.HistoryEvent) waits {
 			w.activityTimeouts++
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
 			w.workflowTaskTimeouts++
+			if e.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+				w.stickyTimeouts++
+			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
 			if s, ok := started[e.GetActivityTaskCompletedEventAttributes().GetStartedEventId()]; ok {
 				w.activity += t.Sub(s)
@@ -108,6 +115,7 @@ func timeline(all map[string]waits, created map[string]time.Time) string {
 		sum.heartbeatRetries += w.heartbeatRetries
 		sum.activityTimeouts += w.activityTimeouts
 		sum.workflowTaskTimeouts += w.workflowTaskTimeouts
+		sum.stickyTimeouts += w.stickyTimeouts
 	}
 	if n == 0 {
 		return ""
@@ -115,8 +123,8 @@ func timeline(all map[string]waits, created map[string]time.Time) string {
 	mean := func(d time.Duration) string { return fmt.Sprintf("%.2f s", (d / time.Duration(n)).Seconds()) }
 	// The spread of the starts shows how fast the relay handed the burst
 	// over, which a mean lag hides.
-	return fmt.Sprintf("where a cluster's time went (mean over %d): create to workflow start %s; workflow tasks waiting %s, running %s; activity tasks waiting %s, running %s; workflows started %.2f s to %.2f s after the first create; activities retried after a heartbeat timeout: %d; activity timeouts of any type: %d; workflow task timeouts: %d",
+	return fmt.Sprintf("where a cluster's time went (mean over %d): create to workflow start %s; workflow tasks waiting %s, running %s; activity tasks waiting %s, running %s; workflows started %.2f s to %.2f s after the first create; activities retried after a heartbeat timeout: %d; activity timeouts of any type: %d; workflow task timeouts: %d (%d of them on a busy worker's sticky queue, schedule-to-start)",
 		n, mean(lag), mean(sum.workflowQueue), mean(sum.workflow), mean(sum.activityQueue), mean(sum.activity),
 		firstStart.Sub(firstCreate).Seconds(), lastStart.Sub(firstCreate).Seconds(), sum.heartbeatRetries,
-		sum.activityTimeouts, sum.workflowTaskTimeouts)
+		sum.activityTimeouts, sum.workflowTaskTimeouts, sum.stickyTimeouts)
 }

@@ -20,6 +20,8 @@ func event(id int64, at time.Duration, typ enumspb.EventType, attrs any) *histor
 		e.Attributes = &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: a}
 	case *historypb.ActivityTaskCompletedEventAttributes:
 		e.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: a}
+	case *historypb.WorkflowTaskTimedOutEventAttributes:
+		e.Attributes = &historypb.HistoryEvent_WorkflowTaskTimedOutEventAttributes{WorkflowTaskTimedOutEventAttributes: a}
 	}
 	return e
 }
@@ -48,10 +50,15 @@ func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 		event(12, 27600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: 11, Attempt: 2,
 			LastFailure: &failurepb.Failure{FailureInfo: &failurepb.Failure_ApplicationFailureInfo{ApplicationFailureInfo: &failurepb.ApplicationFailureInfo{}}}}),
 		event(13, 27600*ms, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 11, StartedEventId: 12}),
+		// A workflow task left on a busy worker's sticky queue, then one
+		// whose dispatch was lost after it started.
+		event(14, 27600*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, &historypb.WorkflowTaskTimedOutEventAttributes{TimeoutType: enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START}),
+		event(15, 37600*ms, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, &historypb.WorkflowTaskTimedOutEventAttributes{TimeoutType: enumspb.TIMEOUT_TYPE_START_TO_CLOSE}),
 	}
 	w := waitsOf(events)
 	want := waits{started: time.Unix(1, 0), workflowQueue: 3 * time.Second, workflow: 100 * ms,
-		activityQueue: 21500 * ms, activity: 2 * time.Second, workflowTasks: 1, activities: 3, heartbeatRetries: 1, activityTimeouts: 1}
+		activityQueue: 21500 * ms, activity: 2 * time.Second, workflowTasks: 1, activities: 3, heartbeatRetries: 1, activityTimeouts: 1,
+		workflowTaskTimeouts: 2, stickyTimeouts: 1}
 	if !w.started.Equal(want.started) {
 		t.Errorf("started %v, want %v", w.started, want.started)
 	}
@@ -60,7 +67,7 @@ func TestWaitsOfSplitsQueueingFromRunning(t *testing.T) {
 		t.Errorf("waits %+v, want %+v", w, want)
 	}
 	line := timeline(map[string]waits{"a": w}, map[string]time.Time{"a": time.Unix(0, 500*int64(ms))})
-	for _, s := range []string{"create to workflow start 0.50 s", "workflow tasks waiting 3.00 s, running 0.10 s", "activity tasks waiting 21.50 s, running 2.00 s", "workflows started 0.50 s to 0.50 s after the first create", "retried after a heartbeat timeout: 1"} {
+	for _, s := range []string{"create to workflow start 0.50 s", "workflow tasks waiting 3.00 s, running 0.10 s", "activity tasks waiting 21.50 s, running 2.00 s", "workflows started 0.50 s to 0.50 s after the first create", "retried after a heartbeat timeout: 1", "workflow task timeouts: 2 (1 of them on a busy worker's sticky queue"} {
 		if !strings.Contains(line, s) {
 			t.Errorf("timeline %q lacks %q", line, s)
 		}

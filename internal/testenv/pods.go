@@ -165,13 +165,14 @@ func markPod(ctx context.Context, cs kubernetes.Interface, namespace, name strin
 
 func ptrTo[T any](v T) *T { return &v }
 
-// PIDs lists the control plane's processes (etcd, kube-apiserver,
-// kube-controller-manager), for measuring what they cost.
-func (k *Kube) PIDs() []int {
-	out := make([]int, 0, len(k.procs))
+// Processes names the control plane's processes (etcd, kube-apiserver,
+// kube-controller-manager) by their process ids, for measuring what they
+// cost.
+func (k *Kube) Processes() map[string]int {
+	out := make(map[string]int, len(k.procs))
 	for _, p := range k.procs {
 		if p.cmd.Process != nil {
-			out = append(out, p.cmd.Process.Pid)
+			out[p.name] = p.cmd.Process.Pid
 		}
 	}
 	return out
