@@ -343,21 +343,17 @@ func (b *bench) idleScenario(ctx context.Context) error {
 // (the embedded stack) or the production shape's, and the control plane's.
 func (b *bench) measuredCPU(sys *system) func() float64 {
 	if sys.tp == nil {
-		return func() float64 {
-			total := 0.0
-			for _, v := range b.machineParts() {
-				total += v
-			}
-			return total
-		}
+		return func() float64 { return sumCPU(b.machineParts()) }
 	}
-	return func() float64 {
-		total := 0.0
-		for _, v := range processCPU(sys.tp) {
-			total += v
-		}
-		return total
+	return func() float64 { return sumCPU(processCPU(sys.tp)) }
+}
+
+func sumCPU(parts map[string]float64) float64 {
+	total := 0.0
+	for _, v := range parts {
+		total += v
 	}
+	return total
 }
 
 // printIdleCapacity prints how many Reconciled clusters fit on 2 cores at
